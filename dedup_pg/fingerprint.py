@@ -1,0 +1,65 @@
+"""From a document's text to the values the SQL checks compare."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from . import simhash as sh
+from .normalize import NormalizeOptions, normalize
+from .tokenize import weighted_terms
+
+
+#: Sentences shorter than this (in characters, spaces removed) are not
+#: fingerprinted: short ones ("记者 张三", "图片来源") recur across articles.
+MIN_SENTENCE_CHARS = 12
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|\n")
+_SPACE = re.compile(r"\s+")
+
+
+def sentence_hashes(text: str) -> tuple[int, ...]:
+    """Distinct sentence hashes (first 8 bytes of SHA-1, signed) of normalized text."""
+    seen: set[int] = set()
+    for sentence in _SENTENCE_END.split(text):
+        sentence = _SPACE.sub("", sentence)
+        if len(sentence) >= MIN_SENTENCE_CHARS:
+            seen.add(int.from_bytes(hashlib.sha1(sentence.encode("utf-8")).digest()[:8], "big", signed=True))
+    return tuple(sorted(seen))
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    digest: bytes  # SHA-1 of the normalized title + body key: the exact layer
+    title_digest: bytes | None  # SHA-1 of the normalized title alone, for analysts
+    simhash: int  # unsigned 64-bit SimHash over title + body terms
+    length: int  # characters in the key: the SimHash distance depends on it
+    sentences: tuple[int, ...]  # signed 64-bit hashes of the body's distinct sentences
+
+    @property
+    def bands(self) -> list[int]:
+        return sh.bands(self.simhash)
+
+
+def fingerprint(body: str, title: str | None, options: NormalizeOptions) -> Fingerprint:
+    """Fingerprint a document. The title counts: a same title over a different
+    body is a different document, and a new title over the same body only moves
+    the SimHash a little."""
+    norm_body = normalize(body, options)
+    norm_title = None
+    if title and title.strip():
+        try:
+            norm_title = normalize(title, options)
+        except ValueError:
+            norm_title = None  # a title made only of noise is no title
+    key = norm_body.key if norm_title is None else f"{norm_title.key}\n{norm_body.key}"
+    text = norm_body.text if norm_title is None else f"{norm_title.text}\n{norm_body.text}"
+    return Fingerprint(
+        digest=hashlib.sha1(key.encode("utf-8")).digest(),
+        title_digest=(
+            hashlib.sha1(norm_title.key.encode("utf-8")).digest() if norm_title else None
+        ),
+        simhash=sh.simhash(weighted_terms(text)),
+        length=len(key),
+        sentences=sentence_hashes(norm_body.text),
+    )

@@ -1,0 +1,72 @@
+"""64-bit SimHash and its band layout.
+
+SimHash (Charikar 2002; Manku, Jain, Das Sarma, "Detecting near-duplicates for
+web crawling", WWW 2007): each weighted term votes on 64 bits with its hash;
+the sign of each bit's vote sum is the fingerprint. Near-identical term
+distributions give fingerprints a few bits apart.
+
+The fingerprint is cut into :data:`BANDS` bands of 16 bits. By pigeonhole, two
+fingerprints at Hamming distance ``d`` agree exactly on at least one band when
+``d < BANDS``, and in general differ in at most ``d // BANDS`` bits in at least
+one band. So a lookup that probes every band value within radius
+``d // BANDS`` finds every fingerprint within distance ``d``: radius 0 (exact
+band match) for the duplicate distance 3, radius 1 (17 values a band) for
+review distances up to 7.
+
+The vote is computed with numpy. It gives the same fingerprint as the
+``simhash`` package's ``Simhash(features, f=64, hashfunc=...)`` for the same
+hash function (asserted in tests) at a fraction of the cost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+
+import numpy as np
+
+BITS = 64
+BANDS = 4
+BAND_BITS = BITS // BANDS
+_BIT_INDEX = np.arange(BITS, dtype=np.uint64)
+_hash_cache: dict[str, int] = {}
+_HASH_CACHE_LIMIT = 2_000_000
+
+
+def term_hash(term: str) -> int:
+    """Stable 64-bit hash of a term (first 8 bytes of MD5, as the simhash package)."""
+    value = _hash_cache.get(term)
+    if value is None:
+        value = int.from_bytes(hashlib.md5(term.encode("utf-8")).digest()[-8:], "big")
+        if len(_hash_cache) < _HASH_CACHE_LIMIT:
+            _hash_cache[term] = value
+    return value
+
+
+def simhash(weights: Mapping[str, float]) -> int:
+    """64-bit SimHash (unsigned) of weighted terms; 0 when there are no terms."""
+    if not weights:
+        return 0
+    hashes = np.fromiter((term_hash(t) for t in weights), dtype=np.uint64, count=len(weights))
+    w = np.fromiter(weights.values(), dtype=np.float64, count=len(weights))
+    bits = ((hashes[:, None] >> _BIT_INDEX) & np.uint64(1)).astype(np.float64)
+    votes = w @ (2.0 * bits - 1.0)
+    value = 0
+    for i in np.nonzero(votes > 0)[0]:
+        value |= 1 << int(i)
+    return value
+
+
+def to_signed(value: int) -> int:
+    """Unsigned 64-bit value -> PostgreSQL bigint (two's complement)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def bands(value: int) -> list[int]:
+    """The :data:`BANDS` 16-bit bands of an unsigned fingerprint, low band first."""
+    mask = (1 << BAND_BITS) - 1
+    return [(value >> (BAND_BITS * i)) & mask for i in range(BANDS)]
+
+
+def hamming(a: int, b: int) -> int:
+    return ((a ^ b) & ((1 << 64) - 1)).bit_count()

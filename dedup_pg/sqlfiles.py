@@ -1,0 +1,28 @@
+"""SQL that ships with the package (the top-level ``sql/`` folder).
+
+``queries.sql`` holds the runtime queries as named blocks (``-- name: NAME``),
+parsed once; the numbered files are applied by migrations.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib.resources import files
+
+
+def read_sql(filename: str) -> str:
+    return files("dedup_pg.sql").joinpath(filename).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def queries() -> dict[str, str]:
+    """Named queries from ``sql/queries.sql``."""
+    text = read_sql("queries.sql")
+    blocks: dict[str, str] = {}
+    for match in re.finditer(r"^-- name: (\w+)\n(.*?)(?=^-- name: |\Z)", text, re.S | re.M):
+        body = "\n".join(
+            line for line in match.group(2).splitlines() if not line.startswith("--")
+        ).strip()
+        blocks[match.group(1)] = body.rstrip(";")
+    return blocks

@@ -1,0 +1,68 @@
+"""Word segmentation and term weights for SimHash.
+
+Segmentation is jieba's (dictionary + HMM), run through ``rjieba``, its Rust
+port: the same segmentation at about 0.2 ms per 1,300-character article
+instead of ~8 ms for pure-Python jieba, which is the difference between
+hundreds and thousands of documents per second.
+
+Weights are TF-IDF with jieba's IDF table (``jieba/analyse/idf.txt``): on real
+Sina reposts, unweighted tokens made distinct articles collide while TF-IDF
+with stop tokens dropped did not (see BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections import Counter
+from functools import lru_cache
+
+import rjieba
+
+# Function words and crawler filler that carry no topic. Kept short on purpose:
+# IDF already down-weights common words; these are the ones so common that
+# their presence or absence only adds noise bits.
+STOP_TOKENS: frozenset[str] = frozenset(
+    """
+    的 了 是 在 和 与 及 或 也 都 就 而 又 并 将 把 被 让 给 对 从 向 以 为 于 之 其 这 那
+    这个 那个 这些 那些 一个 一些 我们 你们 他们 她们 它们 我 你 他 她 它 自己 什么 怎么
+    如何 因为 所以 但是 但 而且 然而 如果 虽然 可以 已经 还 没有 不 没 很 更 最 再 只 等
+    着 过 吗 呢 吧 啊 呀 嘛 哦 之一 以及 其中 通过 进行 表示 认为 目前 今年 记者 来源 编辑
+    责任编辑 新浪 报道 消息 据悉 此外 同时 另外 其他 相关 方面 一下 一样 比较 非常 an a the
+    of to and in is for on with by at as be this that are was it from or
+    """.split()
+)
+
+
+def _is_word(token: str) -> bool:
+    """True when the token holds a letter, digit or ideograph (not punctuation)."""
+    return any(unicodedata.category(ch)[0] in "LN" for ch in token)
+
+
+@lru_cache(maxsize=1)
+def _idf_table() -> tuple[dict[str, float], float]:
+    import jieba  # only for the location of its IDF file; jieba itself is not run
+
+    path = os.path.join(os.path.dirname(jieba.__file__), "analyse", "idf.txt")
+    table: dict[str, float] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            word, _, value = line.rstrip("\n").partition(" ")
+            if value:
+                table[word] = float(value)
+    values = sorted(table.values())
+    return table, values[len(values) // 2]
+
+
+def tokens(text: str) -> list[str]:
+    """Segment ``text`` and drop punctuation, whitespace and stop tokens."""
+    return [
+        tok for tok in rjieba.cut(text) if tok.strip() and tok not in STOP_TOKENS and _is_word(tok)
+    ]
+
+
+def weighted_terms(text: str) -> dict[str, float]:
+    """Term -> TF-IDF weight for ``text`` (unknown terms get the median IDF)."""
+    table, median_idf = _idf_table()
+    counts = Counter(tokens(text))
+    return {term: tf * table.get(term, median_idf) for term, tf in counts.items()}

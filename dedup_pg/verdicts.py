@@ -1,0 +1,41 @@
+"""The answer for one document."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+VerdictKind = Literal["new", "duplicate", "review", "error"]
+Layer = Literal["exact", "simhash", "containment", "semantic"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What dedup-pg decided for one document.
+
+    verdict: ``new`` (stored), ``duplicate`` (not stored as a document; recorded
+        as a sighting, and near duplicates in ``duplicate_candidates``),
+        ``review`` (stored, and queued for a person), ``error`` (bad input).
+    layer: which check decided a duplicate or review.
+    matched_id / matched_doc_id: the matched document's input id / its doc_id.
+    score: 1.0 for exact; 1 - distance/64 for SimHash; the share of sentences
+        for containment.
+    """
+
+    id: str | None
+    verdict: VerdictKind
+    layer: Layer | None = None
+    matched_id: str | None = None
+    matched_doc_id: int | None = None
+    doc_id: int | None = None
+    score: float | None = None
+    distance: int | None = None
+    candidate_id: int | None = None
+    error: str | None = None
+
+    @property
+    def is_duplicate(self) -> bool:
+        return self.verdict == "duplicate"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,348 @@
+-- dedup-pg functions and views, revision 0001 (applied by migrations/versions/0001_core.py).
+-- A later revision that changes one of these adds its own file with the full new
+-- definition, and its downgrade re-applies this one.
+
+-- Create the day partitions of every per-document table for [p_from, p_to].
+-- Safe to call concurrently: an advisory lock per day serialises creators.
+CREATE FUNCTION dedup_ensure_partitions(p_from date, p_to date)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_day date;
+    v_table text;
+    v_created integer := 0;
+BEGIN
+    IF p_to - p_from > 3660 THEN
+        RAISE EXCEPTION 'dedup_ensure_partitions: % .. % spans more than ten years', p_from, p_to;
+    END IF;
+    FOR v_day IN SELECT generate_series(p_from, p_to, interval '1 day')::date LOOP
+        FOREACH v_table IN ARRAY ARRAY['documents', 'document_sentences', 'document_sightings',
+                                       'duplicate_candidates'] LOOP
+            IF to_regclass(format('%I_p%s', v_table, to_char(v_day, 'YYYYMMDD'))) IS NULL THEN
+                PERFORM pg_advisory_xact_lock(hashtext('dedup_ensure_partitions'), v_day - date '2000-01-01');
+                IF to_regclass(format('%I_p%s', v_table, to_char(v_day, 'YYYYMMDD'))) IS NULL THEN
+                    EXECUTE format(
+                        'CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)',
+                        format('%s_p%s', v_table, to_char(v_day, 'YYYYMMDD')), v_table,
+                        v_day::timestamp AT TIME ZONE 'UTC',
+                        (v_day + 1)::timestamp AT TIME ZONE 'UTC');
+                    v_created := v_created + 1;
+                END IF;
+            END IF;
+        END LOOP;
+    END LOOP;
+    RETURN v_created;
+END $$;
+
+COMMENT ON FUNCTION dedup_ensure_partitions(date, date) IS
+    'Create missing day partitions (UTC days) of documents, document_sentences, document_sightings and duplicate_candidates.';
+
+-- All band values within p_radius bits of p_band (radius 0 or 1; 2 is allowed
+-- but costs 137 probes a band).
+CREATE FUNCTION dedup_band_neighbours(p_band integer, p_radius integer)
+RETURNS integer[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT array_agg(DISTINCT v) FROM (
+        SELECT p_band AS v
+        UNION ALL
+        SELECT p_band # (1 << i) FROM generate_series(0, 15) i WHERE p_radius >= 1
+        UNION ALL
+        SELECT p_band # (1 << i) # (1 << j)
+          FROM generate_series(0, 15) i, generate_series(0, 15) j
+         WHERE p_radius >= 2 AND i < j
+    ) s
+$$;
+
+-- The SimHash distances in force for a text of p_length characters:
+-- the duplicate distance from simhash_distance_by_length (capped by
+-- simhash_distance), and the review distance the same number of bits wider
+-- than the duplicate distance as simhash_review_distance is than simhash_distance.
+CREATE FUNCTION dedup_simhash_distances(p_length integer, p_settings jsonb,
+                                        OUT duplicate_distance integer, OUT review_distance integer)
+LANGUAGE sql IMMUTABLE AS $$
+    WITH rule AS (
+        SELECT coalesce((SELECT (r ->> 1)::integer
+                           FROM jsonb_array_elements(p_settings -> 'simhash_distance_by_length') r
+                          WHERE (r ->> 0)::integer <= p_length
+                          ORDER BY (r ->> 0)::integer DESC LIMIT 1),
+                        0) AS by_length
+    )
+    SELECT least(by_length, (p_settings ->> 'simhash_distance')::integer),
+           least(7, least(by_length, (p_settings ->> 'simhash_distance')::integer)
+                    + (p_settings ->> 'simhash_review_distance')::integer
+                    - (p_settings ->> 'simhash_distance')::integer)
+      FROM rule
+$$;
+
+-- Is the pair (a, b) of normalized texts whitelisted as "not duplicates"?
+CREATE FUNCTION dedup_pair_whitelisted(p_a bytea, p_b bytea)
+RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT EXISTS (SELECT 1 FROM dedup_whitelist w
+                    WHERE w.kind = 'pair'
+                      AND w.content_sha1 = least(p_a, p_b)
+                      AND w.other_sha1 = greatest(p_a, p_b))
+$$;
+
+-- The ingest function: one call per batch, one transaction.
+--
+-- p_items is a JSON array, one object per document, made by dedup_pg.deduper:
+--   pos, external_id, title, body, url, source, seen_at, published_at,
+--   sha1 / title_sha1 (hex), simhash (signed 64-bit), length, sentences (array
+--   of signed 64-bit hashes), norm_version.
+-- Items are checked in pos order, so a later item is checked against earlier
+-- ones of the same batch. Layers, in order: whitelist, exact (SHA-1),
+-- SimHash (duplicate distance), sentence containment, then the review bands
+-- of both. p_dry_run = true checks without locking or writing (is_duplicate).
+CREATE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false)
+RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
+               matched_doc_id bigint, matched_external_id text,
+               score double precision, distance integer, candidate_id bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_settings jsonb;
+    v_window interval;
+    v_cont_dup double precision;
+    v_cont_review double precision;
+    v_cont_min integer;
+    it record;
+    v_lo timestamptz;
+    v_hi timestamptz;
+    v_sha1 bytea;
+    v_dist record;
+    v_claimed boolean;
+    v_cand record;
+    v_n integer[][];
+    -- the best match (m_) and the best review-band match (r_) so far
+    m_doc_id bigint; m_seen_at timestamptz; m_ext text; m_layer text; m_score double precision; m_dist integer;
+    r_doc_id bigint; r_seen_at timestamptz; r_ext text; r_layer text; r_score double precision; r_dist integer;
+    v_doc_id bigint;
+    v_sentences bigint[];
+    v_thresholds jsonb;
+BEGIN
+    SELECT jsonb_object_agg(s.name, s.value) INTO v_settings FROM dedup_settings s;
+    v_window := make_interval(days => (v_settings ->> 'window_days')::integer);
+    v_cont_dup := (v_settings ->> 'containment_threshold')::double precision;
+    v_cont_review := (v_settings ->> 'containment_review_threshold')::double precision;
+    v_cont_min := (v_settings ->> 'containment_min_shared')::integer;
+
+    IF NOT p_dry_run THEN
+        -- Lock every stripe a batch item could collide on, in stripe order.
+        PERFORM 1 FROM dedup_lock_stripes l
+         WHERE l.stripe IN (
+            SELECT k FROM jsonb_array_elements(p_items) e,
+                 LATERAL (SELECT ((e ->> 'simhash')::bigint >> (16 * b) & 65535)::integer AS k
+                            FROM generate_series(0, 3) b
+                          UNION ALL
+                          SELECT (get_byte(decode(e ->> 'sha1', 'hex'), 0) << 8
+                                  | get_byte(decode(e ->> 'sha1', 'hex'), 1))
+                          UNION ALL
+                          SELECT (h::bigint & 65535)::integer
+                            FROM jsonb_array_elements_text(e -> 'sentences') h) keys)
+         ORDER BY l.stripe
+           FOR UPDATE;
+    END IF;
+
+    FOR it IN
+        SELECT * FROM jsonb_to_recordset(p_items) AS x(
+            pos integer, external_id text, title text, body text, url text, source text,
+            seen_at timestamptz, published_at timestamptz, sha1 text, title_sha1 text,
+            simhash bigint, length integer, sentences bigint[], norm_version smallint)
+        ORDER BY x.pos
+    LOOP
+        pos := it.pos; verdict := NULL; layer := NULL; doc_id := NULL; matched_doc_id := NULL;
+        matched_external_id := NULL; score := NULL; distance := NULL; candidate_id := NULL;
+        v_sha1 := decode(it.sha1, 'hex');
+        v_sentences := coalesce(it.sentences, '{}');
+        IF v_window = interval '0' THEN
+            v_lo := '-infinity'; v_hi := 'infinity';
+        ELSE
+            v_lo := it.seen_at - v_window; v_hi := it.seen_at + v_window;
+        END IF;
+        SELECT * INTO v_dist FROM dedup_simhash_distances(it.length, v_settings);
+        v_thresholds := jsonb_build_object(
+            'simhash_distance', v_dist.duplicate_distance,
+            'simhash_review_distance', v_dist.review_distance,
+            'containment_threshold', v_cont_dup,
+            'containment_review_threshold', v_cont_review,
+            'window_days', v_settings -> 'window_days');
+        m_doc_id := NULL; m_layer := NULL; m_score := NULL; m_dist := NULL;
+        r_doc_id := NULL; r_layer := NULL; r_score := NULL; r_dist := NULL;
+
+        -- Whitelisted text: never a duplicate. Skip every layer.
+        IF EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = v_sha1) THEN
+            verdict := 'new';
+        END IF;
+
+        -- Exact layer. Claiming the digest is the check: the unique index
+        -- decides, and a digest last seen outside the window is taken over.
+        IF verdict IS NULL THEN
+            IF p_dry_run THEN
+                v_claimed := NOT EXISTS (
+                    SELECT 1 FROM document_digests g
+                     WHERE g.content_sha1 = v_sha1 AND g.seen_at BETWEEN v_lo AND v_hi);
+            ELSE
+                v_doc_id := nextval('documents_doc_id_seq');
+                INSERT INTO document_digests AS g (content_sha1, doc_id, seen_at)
+                VALUES (v_sha1, v_doc_id, it.seen_at)
+                ON CONFLICT (content_sha1) DO UPDATE
+                   SET doc_id = EXCLUDED.doc_id, seen_at = EXCLUDED.seen_at
+                 WHERE g.seen_at NOT BETWEEN v_lo AND v_hi
+                RETURNING true INTO v_claimed;
+                v_claimed := coalesce(v_claimed, false);
+            END IF;
+            IF NOT v_claimed THEN
+                SELECT g.doc_id, d.external_id INTO matched_doc_id, matched_external_id
+                  FROM document_digests g
+                  LEFT JOIN documents d ON d.doc_id = g.doc_id AND d.seen_at = g.seen_at
+                 WHERE g.content_sha1 = v_sha1;
+                verdict := 'duplicate'; layer := 'exact'; score := 1.0; distance := 0;
+                IF NOT p_dry_run THEN
+                    INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict, layer, score)
+                    VALUES (it.seen_at, matched_doc_id, it.external_id, it.url, it.source, 'duplicate', 'exact', 1.0);
+                END IF;
+                RETURN NEXT;
+                CONTINUE;
+            END IF;
+        END IF;
+
+        -- SimHash layer: probe the bands (radius 1 when the review distance
+        -- needs it), confirm by Hamming distance.
+        IF verdict IS NULL THEN
+            -- band values to probe, computed once (not per row)
+            v_n := ARRAY[
+                dedup_band_neighbours((it.simhash & 65535)::integer, v_dist.review_distance / 4),
+                dedup_band_neighbours(((it.simhash >> 16) & 65535)::integer, v_dist.review_distance / 4),
+                dedup_band_neighbours(((it.simhash >> 32) & 65535)::integer, v_dist.review_distance / 4),
+                dedup_band_neighbours(((it.simhash >> 48) & 65535)::integer, v_dist.review_distance / 4)];
+            SELECT c.doc_id, c.seen_at, c.external_id, c.dist INTO v_cand
+              FROM (SELECT d.doc_id, d.seen_at, d.external_id, d.content_sha1,
+                           bit_count((d.simhash # it.simhash)::bit(64))::integer AS dist
+                      FROM documents d
+                     WHERE d.seen_at BETWEEN v_lo AND v_hi
+                       AND (d.simhash_band0 = ANY (v_n[1:1][:]::integer[])
+                         OR d.simhash_band1 = ANY (v_n[2:2][:]::integer[])
+                         OR d.simhash_band2 = ANY (v_n[3:3][:]::integer[])
+                         OR d.simhash_band3 = ANY (v_n[4:4][:]::integer[]))
+                   ) c
+             WHERE c.dist <= v_dist.review_distance
+               AND NOT dedup_pair_whitelisted(v_sha1, c.content_sha1)
+             ORDER BY c.dist, c.seen_at, c.doc_id
+             LIMIT 1;
+            IF v_cand.doc_id IS NOT NULL THEN
+                IF v_cand.dist <= v_dist.duplicate_distance THEN
+                    m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
+                    m_layer := 'simhash'; m_score := 1.0 - v_cand.dist / 64.0; m_dist := v_cand.dist;
+                ELSE
+                    r_doc_id := v_cand.doc_id; r_seen_at := v_cand.seen_at; r_ext := v_cand.external_id;
+                    r_layer := 'simhash'; r_score := 1.0 - v_cand.dist / 64.0; r_dist := v_cand.dist;
+                END IF;
+            END IF;
+        END IF;
+
+        -- Containment layer: the share of the smaller text's sentences that the
+        -- other holds. Catches copies that add or drop paragraphs (site banners,
+        -- truncated recrawls). A sentence shared by very many documents is
+        -- boilerplate: at most 64 holders of each are looked at.
+        IF verdict IS NULL AND m_doc_id IS NULL AND cardinality(v_sentences) >= v_cont_min THEN
+            SELECT c.doc_id, c.seen_at, d.external_id, c.shared,
+                   c.shared::double precision / least(cardinality(v_sentences), greatest(d.sentence_count, 1)) AS ratio
+              INTO v_cand
+              FROM (SELECT s.doc_id, s.seen_at, count(*) AS shared
+                      FROM unnest(v_sentences) h
+                      CROSS JOIN LATERAL (SELECT ds.doc_id, ds.seen_at FROM document_sentences ds
+                                           WHERE ds.sentence_hash = h AND ds.seen_at BETWEEN v_lo AND v_hi
+                                           LIMIT 64) s
+                     GROUP BY s.doc_id, s.seen_at
+                    HAVING count(*) >= v_cont_min) c
+              JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
+             WHERE NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)
+             ORDER BY ratio DESC, c.seen_at, c.doc_id
+             LIMIT 1;
+            IF v_cand.doc_id IS NOT NULL THEN
+                IF v_cand.ratio >= v_cont_dup THEN
+                    m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
+                    m_layer := 'containment'; m_score := least(v_cand.ratio, 1.0);
+                ELSIF v_cand.ratio >= v_cont_review AND r_doc_id IS NULL THEN
+                    r_doc_id := v_cand.doc_id; r_seen_at := v_cand.seen_at; r_ext := v_cand.external_id;
+                    r_layer := 'containment'; r_score := v_cand.ratio;
+                END IF;
+            END IF;
+        END IF;
+
+        IF verdict IS NULL AND m_doc_id IS NOT NULL THEN
+            -- Near duplicate: not stored as a document; kept in full as a candidate.
+            verdict := 'duplicate'; layer := m_layer; score := m_score; distance := m_dist;
+            matched_doc_id := m_doc_id; matched_external_id := m_ext;
+            IF NOT p_dry_run THEN
+                DELETE FROM document_digests g WHERE g.content_sha1 = v_sha1 AND g.doc_id = v_doc_id;
+                INSERT INTO duplicate_candidates AS c (
+                    seen_at, external_id, title, body, url, source, published_at, content_sha1, simhash,
+                    matched_doc_id, matched_seen_at, layer, score, distance, thresholds, status)
+                VALUES (it.seen_at, it.external_id, it.title, it.body, it.url, it.source, it.published_at,
+                        v_sha1, it.simhash, m_doc_id, m_seen_at, m_layer, m_score, m_dist,
+                        v_thresholds, 'auto')
+                RETURNING c.candidate_id INTO candidate_id;
+                INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict, layer, score, candidate_id)
+                VALUES (it.seen_at, m_doc_id, it.external_id, it.url, it.source, 'duplicate', m_layer,
+                        m_score, candidate_id);
+            END IF;
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+
+        -- New (or review: kept, and queued for a person).
+        IF verdict IS NULL AND r_doc_id IS NOT NULL THEN
+            verdict := 'review'; layer := r_layer; score := r_score; distance := r_dist;
+            matched_doc_id := r_doc_id; matched_external_id := r_ext;
+        ELSE
+            verdict := 'new';
+        END IF;
+        IF NOT p_dry_run THEN
+            IF v_doc_id IS NULL THEN  -- whitelisted text: no digest claimed
+                v_doc_id := nextval('documents_doc_id_seq');
+            END IF;
+            INSERT INTO documents (doc_id, seen_at, external_id, title, body, url, source, published_at,
+                                   content_sha1, title_sha1, simhash, text_length, sentence_count, norm_version)
+            VALUES (v_doc_id, it.seen_at, it.external_id, it.title, it.body, it.url, it.source, it.published_at,
+                    v_sha1, decode(it.title_sha1, 'hex'), it.simhash, it.length, cardinality(v_sentences),
+                    it.norm_version);
+            INSERT INTO document_sentences (sentence_hash, doc_id, seen_at)
+            SELECT DISTINCT h, v_doc_id, it.seen_at FROM unnest(v_sentences) h;
+            doc_id := v_doc_id;
+            IF verdict = 'review' THEN
+                INSERT INTO duplicate_candidates AS c (
+                    seen_at, external_id, title, body, url, source, published_at, content_sha1, simhash,
+                    doc_id, matched_doc_id, matched_seen_at, layer, score, distance, thresholds, status)
+                VALUES (it.seen_at, it.external_id, it.title, it.body, it.url, it.source, it.published_at,
+                        v_sha1, it.simhash, v_doc_id, r_doc_id, r_seen_at, r_layer, r_score,
+                        r_dist, v_thresholds, 'pending')
+                RETURNING c.candidate_id INTO candidate_id;
+            END IF;
+            INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict, layer, score, candidate_id)
+            VALUES (it.seen_at, v_doc_id, it.external_id, it.url, it.source, verdict, layer, score, candidate_id);
+        END IF;
+        v_doc_id := NULL;
+        RETURN NEXT;
+    END LOOP;
+END $$;
+
+COMMENT ON FUNCTION dedup_ingest(jsonb, boolean) IS
+    'Check and store a batch of fingerprinted documents in one transaction; one verdict row per item. Called by dedup_pg.Deduper.';
+
+-- Per day and source: what came in and what was decided.
+CREATE VIEW dedup_daily_stats AS
+SELECT (s.seen_at AT TIME ZONE 'UTC')::date AS day,
+       s.source,
+       count(*) AS ingested,
+       count(*) FILTER (WHERE s.verdict = 'new') AS new,
+       count(*) FILTER (WHERE s.verdict = 'review') AS review,
+       count(*) FILTER (WHERE s.layer = 'exact' AND s.verdict = 'duplicate') AS exact,
+       count(*) FILTER (WHERE s.layer = 'simhash' AND s.verdict = 'duplicate') AS simhash,
+       count(*) FILTER (WHERE s.layer = 'containment' AND s.verdict = 'duplicate') AS containment,
+       count(*) FILTER (WHERE s.layer = 'semantic' AND s.verdict = 'duplicate') AS semantic
+  FROM document_sightings s
+ GROUP BY 1, 2;
+
+COMMENT ON VIEW dedup_daily_stats IS 'Ingest verdicts per UTC day and source (from document_sightings).';
