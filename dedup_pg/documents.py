@@ -16,7 +16,23 @@ FIELDS = ("id", "title", "body", "url", "source", "seen_at", "published_at")
 
 
 class InputError(ValueError):
-    """One input item cannot be ingested; the message says why."""
+    """One input item cannot be ingested; the message says why.
+
+    item_id: how to name the item in reports (its id, or "line N").
+    raw: the bytes received, kept in ``ingest_errors`` so nothing is lost.
+    """
+
+    def __init__(self, message: str, *, item_id: str | None = None, raw: bytes | None = None) -> None:
+        super().__init__(message)
+        self.item_id = item_id
+        self.raw = raw
+
+    def __reduce__(self) -> tuple[Any, ...]:  # keep item_id and raw across processes
+        return (_rebuild_input_error, (str(self), self.item_id, self.raw))
+
+
+def _rebuild_input_error(message: str, item_id: str | None, raw: bytes | None) -> InputError:
+    return InputError(message, item_id=item_id, raw=raw)
 
 
 @dataclass(frozen=True)
@@ -110,16 +126,21 @@ def to_document(item: Document | Mapping[str, Any] | str, max_chars: int) -> Doc
 
 
 def parse_jsonl_line(line: bytes | str, lineno: int) -> dict[str, Any]:
-    """One JSONL line -> object; malformed lines raise InputError with the line number."""
-    if isinstance(line, bytes):
-        try:
-            line = line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"line {lineno}: not valid UTF-8 at byte offset {exc.start}") from None
+    """One JSONL line -> object; malformed lines raise InputError naming the line
+    and carrying its bytes."""
+    raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
+    where = f"line {lineno}"
     try:
-        value = json.loads(line)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: not valid UTF-8 at byte offset {exc.start}",
+                         item_id=where, raw=raw) from None
+    try:
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"line {lineno}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+        raise InputError(f"{where}: malformed JSON ({exc.msg} at column {exc.colno})",
+                         item_id=where, raw=raw) from None
     if not isinstance(value, dict):
-        raise InputError(f"line {lineno}: expected a JSON object, got {type(value).__name__}")
+        raise InputError(f"{where}: expected a JSON object, got {type(value).__name__}",
+                         item_id=where, raw=raw)
     return value

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 
 from . import simhash as sh
 from .normalize import NormalizeOptions, normalize
-from .tokenize import weighted_terms
-
+from .tokenize import TERMS
 
 #: Sentences shorter than this (in characters, spaces removed) are not
 #: fingerprinted: short ones ("记者 张三", "图片来源") recur across articles.
@@ -59,7 +58,7 @@ def fingerprint(body: str, title: str | None, options: NormalizeOptions) -> Fing
         title_digest=(
             hashlib.sha1(norm_title.key.encode("utf-8")).digest() if norm_title else None
         ),
-        simhash=sh.simhash(weighted_terms(text)),
+        simhash=sh.simhash_arrays(*TERMS.weights(text)),
         length=len(key),
         sentences=sentence_hashes(norm_body.text),
     )

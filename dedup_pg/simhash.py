@@ -28,7 +28,6 @@ import numpy as np
 BITS = 64
 BANDS = 4
 BAND_BITS = BITS // BANDS
-_BIT_INDEX = np.arange(BITS, dtype=np.uint64)
 _hash_cache: dict[str, int] = {}
 _HASH_CACHE_LIMIT = 2_000_000
 
@@ -45,16 +44,18 @@ def term_hash(term: str) -> int:
 
 def simhash(weights: Mapping[str, float]) -> int:
     """64-bit SimHash (unsigned) of weighted terms; 0 when there are no terms."""
-    if not weights:
-        return 0
     hashes = np.fromiter((term_hash(t) for t in weights), dtype=np.uint64, count=len(weights))
     w = np.fromiter(weights.values(), dtype=np.float64, count=len(weights))
-    bits = ((hashes[:, None] >> _BIT_INDEX) & np.uint64(1)).astype(np.float64)
-    votes = w @ (2.0 * bits - 1.0)
-    value = 0
-    for i in np.nonzero(votes > 0)[0]:
-        value |= 1 << int(i)
-    return value
+    return simhash_arrays(hashes, w)
+
+
+def simhash_arrays(hashes: np.ndarray, weights: np.ndarray) -> int:
+    """SimHash of terms given as arrays of 64-bit hashes and weights."""
+    if len(hashes) == 0:
+        return 0
+    bits = np.unpackbits(hashes.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    votes = weights @ (2.0 * bits - 1.0)
+    return int(np.packbits(votes > 0, bitorder="little").view("<u8")[0])
 
 
 def to_signed(value: int) -> int:

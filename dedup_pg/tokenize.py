@@ -13,10 +13,11 @@ with stop tokens dropped did not (see BENCHMARKS.md).
 from __future__ import annotations
 
 import os
-import unicodedata
+import re
 from collections import Counter
 from functools import lru_cache
 
+import numpy as np
 import rjieba
 
 # Function words and crawler filler that carry no topic. Kept short on purpose:
@@ -34,9 +35,8 @@ STOP_TOKENS: frozenset[str] = frozenset(
 )
 
 
-def _is_word(token: str) -> bool:
-    """True when the token holds a letter, digit or ideograph (not punctuation)."""
-    return any(unicodedata.category(ch)[0] in "LN" for ch in token)
+# A token is a word when it holds a letter, digit or ideograph (\w is Unicode-aware).
+_WORD = re.compile(r"[^\W_]")
 
 
 @lru_cache(maxsize=1)
@@ -56,9 +56,8 @@ def _idf_table() -> tuple[dict[str, float], float]:
 
 def tokens(text: str) -> list[str]:
     """Segment ``text`` and drop punctuation, whitespace and stop tokens."""
-    return [
-        tok for tok in rjieba.cut(text) if tok.strip() and tok not in STOP_TOKENS and _is_word(tok)
-    ]
+    word = _WORD.search
+    return [tok for tok in rjieba.cut(text) if tok not in STOP_TOKENS and word(tok)]
 
 
 def weighted_terms(text: str) -> dict[str, float]:
@@ -66,3 +65,46 @@ def weighted_terms(text: str) -> dict[str, float]:
     table, median_idf = _idf_table()
     counts = Counter(tokens(text))
     return {term: tf * table.get(term, median_idf) for term, tf in counts.items()}
+
+
+class TermTable:
+    """Every term seen so far, with its IDF and 64-bit hash in numpy arrays.
+
+    One dictionary lookup per distinct term of a document replaces three (stop
+    list, IDF, hash), and the per-document work becomes array indexing.
+    """
+
+    def __init__(self) -> None:
+        self._index: dict[str, int] = {}
+        self._idf = np.zeros(1024)
+        self._hash = np.zeros(1024, dtype=np.uint64)
+
+    def _add(self, term: str) -> int:
+        from .simhash import term_hash
+
+        table, median_idf = _idf_table()
+        i = len(self._index)
+        if i == len(self._idf):  # grow by doubling: amortized O(1) per term
+            self._idf = np.concatenate([self._idf, np.zeros(i)])
+            self._hash = np.concatenate([self._hash, np.zeros(i, dtype=np.uint64)])
+        # stop tokens and punctuation get weight 0: they are in the table so
+        # that they are looked up once, and vote with nothing
+        keep = term not in STOP_TOKENS and _WORD.search(term) is not None
+        self._idf[i] = table.get(term, median_idf) if keep else 0.0
+        self._hash[i] = term_hash(term)
+        self._index[term] = i
+        return i
+
+    def weights(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """(hashes, TF-IDF weights) of the distinct terms of ``text``."""
+        counts = Counter(rjieba.cut(text))
+        index = self._index
+        ids = [index.get(t) for t in counts]
+        if None in ids:
+            ids = [i if i is not None else self._add(t) for i, t in zip(ids, counts, strict=True)]
+        idx = np.array(ids, dtype=np.intp)
+        tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+        return self._hash[idx], tf * self._idf[idx]
+
+
+TERMS = TermTable()

@@ -53,10 +53,11 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     ) s
 $$;
 
--- The SimHash distances in force for a text of p_length characters:
--- the duplicate distance from simhash_distance_by_length (capped by
--- simhash_distance), and the review distance the same number of bits wider
--- than the duplicate distance as simhash_review_distance is than simhash_distance.
+-- The SimHash distances in force for a text of p_length characters: the
+-- duplicate distance from simhash_distance_by_length (capped by
+-- simhash_distance), and a review distance as many bits wider than it as
+-- simhash_review_distance is wider than simhash_distance (at most 7, what the
+-- band probe guarantees).
 CREATE FUNCTION dedup_simhash_distances(p_length integer, p_settings jsonb,
                                         OUT duplicate_distance integer, OUT review_distance integer)
 LANGUAGE sql IMMUTABLE AS $$
@@ -73,6 +74,9 @@ LANGUAGE sql IMMUTABLE AS $$
                     - (p_settings ->> 'simhash_distance')::integer)
       FROM rule
 $$;
+
+COMMENT ON FUNCTION dedup_simhash_distances(integer, jsonb) IS
+    'SimHash duplicate and review distances for a text length under the given settings (SELECT * FROM dedup_simhash_distances(500, (SELECT jsonb_object_agg(name, value) FROM dedup_settings)))';
 
 -- Is the pair (a, b) of normalized texts whitelisted as "not duplicates"?
 CREATE FUNCTION dedup_pair_whitelisted(p_a bytea, p_b bytea)
@@ -110,7 +114,13 @@ DECLARE
     v_lo timestamptz;
     v_hi timestamptz;
     v_sha1 bytea;
-    v_dist record;
+    v_steps integer[];
+    v_stripes integer[];
+    v_key text;
+    v_json jsonb;
+    v_dist_cache jsonb := '{}';
+    v_dup_dist integer;
+    v_review_dist integer;
     v_claimed boolean;
     v_cand record;
     v_n integer[][];
@@ -126,12 +136,16 @@ BEGIN
     v_cont_dup := (v_settings ->> 'containment_threshold')::double precision;
     v_cont_review := (v_settings ->> 'containment_review_threshold')::double precision;
     v_cont_min := (v_settings ->> 'containment_min_shared')::integer;
+    v_steps := ARRAY(SELECT (r ->> 0)::integer
+                       FROM jsonb_array_elements(v_settings -> 'simhash_distance_by_length') r);
 
     IF NOT p_dry_run THEN
-        -- Lock every stripe a batch item could collide on, in stripe order.
-        PERFORM 1 FROM dedup_lock_stripes l
-         WHERE l.stripe IN (
-            SELECT k FROM jsonb_array_elements(p_items) e,
+        -- Lock every stripe a batch item could collide on, in stripe order (so
+        -- two batches cannot deadlock). A large batch would lock most stripes
+        -- anyway: it takes the whole table at once instead, which conflicts with
+        -- the small batches' row locks and costs one lock instead of thousands.
+        v_stripes := ARRAY(
+            SELECT DISTINCT k FROM jsonb_array_elements(p_items) e,
                  LATERAL (SELECT ((e ->> 'simhash')::bigint >> (16 * b) & 65535)::integer AS k
                             FROM generate_series(0, 3) b
                           UNION ALL
@@ -139,9 +153,14 @@ BEGIN
                                   | get_byte(decode(e ->> 'sha1', 'hex'), 1))
                           UNION ALL
                           SELECT (h::bigint & 65535)::integer
-                            FROM jsonb_array_elements_text(e -> 'sentences') h) keys)
-         ORDER BY l.stripe
-           FOR UPDATE;
+                            FROM jsonb_array_elements_text(e -> 'sentences') h) keys
+             ORDER BY k);
+        IF cardinality(v_stripes) > 512 THEN
+            LOCK TABLE dedup_lock_stripes IN EXCLUSIVE MODE;
+        ELSE
+            PERFORM 1 FROM dedup_lock_stripes l WHERE l.stripe = ANY (v_stripes)
+             ORDER BY l.stripe FOR UPDATE;
+        END IF;
     END IF;
 
     FOR it IN
@@ -160,10 +179,17 @@ BEGIN
         ELSE
             v_lo := it.seen_at - v_window; v_hi := it.seen_at + v_window;
         END IF;
-        SELECT * INTO v_dist FROM dedup_simhash_distances(it.length, v_settings);
+        -- distances depend on length only through the rule's steps: cache per step
+        v_key := (SELECT count(*) FROM unnest(v_steps) m WHERE m <= it.length)::text;
+        IF NOT v_dist_cache ? v_key THEN
+            SELECT to_jsonb(x) INTO v_json FROM dedup_simhash_distances(it.length, v_settings) x;
+            v_dist_cache := v_dist_cache || jsonb_build_object(v_key, v_json);
+        END IF;
+        v_dup_dist := (v_dist_cache -> v_key ->> 'duplicate_distance')::integer;
+        v_review_dist := (v_dist_cache -> v_key ->> 'review_distance')::integer;
         v_thresholds := jsonb_build_object(
-            'simhash_distance', v_dist.duplicate_distance,
-            'simhash_review_distance', v_dist.review_distance,
+            'simhash_distance', v_dup_dist,
+            'simhash_review_distance', v_review_dist,
             'containment_threshold', v_cont_dup,
             'containment_review_threshold', v_cont_review,
             'window_days', v_settings -> 'window_days');
@@ -212,10 +238,10 @@ BEGIN
         IF verdict IS NULL THEN
             -- band values to probe, computed once (not per row)
             v_n := ARRAY[
-                dedup_band_neighbours((it.simhash & 65535)::integer, v_dist.review_distance / 4),
-                dedup_band_neighbours(((it.simhash >> 16) & 65535)::integer, v_dist.review_distance / 4),
-                dedup_band_neighbours(((it.simhash >> 32) & 65535)::integer, v_dist.review_distance / 4),
-                dedup_band_neighbours(((it.simhash >> 48) & 65535)::integer, v_dist.review_distance / 4)];
+                dedup_band_neighbours((it.simhash & 65535)::integer, v_review_dist / 4),
+                dedup_band_neighbours(((it.simhash >> 16) & 65535)::integer, v_review_dist / 4),
+                dedup_band_neighbours(((it.simhash >> 32) & 65535)::integer, v_review_dist / 4),
+                dedup_band_neighbours(((it.simhash >> 48) & 65535)::integer, v_review_dist / 4)];
             SELECT c.doc_id, c.seen_at, c.external_id, c.dist INTO v_cand
               FROM (SELECT d.doc_id, d.seen_at, d.external_id, d.content_sha1,
                            bit_count((d.simhash # it.simhash)::bit(64))::integer AS dist
@@ -226,12 +252,12 @@ BEGIN
                          OR d.simhash_band2 = ANY (v_n[3:3][:]::integer[])
                          OR d.simhash_band3 = ANY (v_n[4:4][:]::integer[]))
                    ) c
-             WHERE c.dist <= v_dist.review_distance
+             WHERE c.dist <= v_review_dist
                AND NOT dedup_pair_whitelisted(v_sha1, c.content_sha1)
              ORDER BY c.dist, c.seen_at, c.doc_id
              LIMIT 1;
             IF v_cand.doc_id IS NOT NULL THEN
-                IF v_cand.dist <= v_dist.duplicate_distance THEN
+                IF v_cand.dist <= v_dup_dist THEN
                     m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
                     m_layer := 'simhash'; m_score := 1.0 - v_cand.dist / 64.0; m_dist := v_cand.dist;
                 ELSE

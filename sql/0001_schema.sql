@@ -56,9 +56,12 @@ CREATE TABLE documents (
     text_length     integer NOT NULL,
     sentence_count  integer NOT NULL,
     norm_version    smallint NOT NULL,
-    ingested_at     timestamptz NOT NULL DEFAULT now(),
-    CONSTRAINT documents_pkey PRIMARY KEY (doc_id, seen_at)
+    ingested_at     timestamptz NOT NULL DEFAULT now()
 ) PARTITION BY RANGE (seen_at);
+-- doc_id is unique by construction (one sequence). There is deliberately no
+-- (doc_id, seen_at) primary key: with it, a fresh partition without statistics
+-- lets the planner scan the window by seen_at instead of probing the bands.
+CREATE INDEX documents_doc_id_idx ON documents (doc_id);
 ALTER SEQUENCE documents_doc_id_seq OWNED BY documents.doc_id;
 CREATE INDEX documents_simhash_band0_idx ON documents (simhash_band0);
 CREATE INDEX documents_simhash_band1_idx ON documents (simhash_band1);

@@ -1,0 +1,288 @@
+"""The ``dedup-pg`` command: a thin layer over :class:`dedup_pg.Deduper`.
+
+Every option has an environment fallback (shown in ``--help``); library errors
+become one-line messages, not tracebacks.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from importlib.resources import files
+from typing import IO, Any, TypeVar
+
+import click
+
+from . import database
+from .deduper import DEFAULT_BATCH_SIZE, Deduper
+from .documents import InputError, parse_jsonl_line
+from .sqlfiles import queries
+from .verdicts import Verdict
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _database_options(func: F) -> F:
+    """--dsn / --home, shared by every command that talks to the database."""
+
+    @click.option("--dsn", envvar="DEDUP_PG_DSN", show_envvar=True,
+                  help="PostgreSQL (>= 15, with pgvector) to use. Unset: the embedded server.")
+    @click.option("--home", envvar="DEDUP_PG_HOME", show_envvar=True, type=click.Path(file_okay=False),
+                  help="Folder of the embedded server (default: the per-user data folder).")
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (database.DatabaseError, InputError, KeyError, ValueError) as exc:
+            raise click.ClickException(str(exc).strip("'\"")) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _open(dsn: str | None, home: str | None, **kwargs: Any) -> Deduper:
+    return Deduper(dsn, home=home, **kwargs)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="dedup-pg")
+def main() -> None:
+    """De-duplicate crawled text on PostgreSQL: new, duplicate (of what, by which
+    layer, with what score) or review, for every document."""
+
+
+@main.command()
+@_database_options
+def init(dsn: str | None, home: str | None) -> None:
+    """Create or migrate the database (starting the embedded server if needed)."""
+    with _open(dsn, home) as dd:
+        revision = database.current_revision(dd.dsn)
+        click.echo(f"database ready at revision {revision}: {_redact(dd.dsn)}")
+
+
+def _read_jsonl(stream: IO[bytes]) -> Iterator[dict[str, Any] | InputError]:
+    for lineno, line in enumerate(stream, 1):
+        if not line.strip():
+            continue
+        try:
+            yield parse_jsonl_line(line, lineno)
+        except InputError as exc:
+            yield exc
+
+
+def _verdict_line(v: Verdict) -> str:
+    return json.dumps(
+        {"id": v.id, "verdict": v.verdict, "layer": v.layer, "matched_id": v.matched_id,
+         "score": None if v.score is None else round(v.score, 4), "error": v.error,
+         "doc_id": v.doc_id, "matched_doc_id": v.matched_doc_id, "distance": v.distance,
+         "candidate_id": v.candidate_id},
+        ensure_ascii=False,
+    )
+
+
+@main.command()
+@click.argument("file", type=click.File("rb"))
+@click.option("--out", "out", type=click.File("w", encoding="utf-8"),
+              help="Write one JSON verdict per input line here ('-' for stdout).")
+@click.option("--batch-size", default=DEFAULT_BATCH_SIZE, show_default=True, type=click.IntRange(1, 100_000),
+              envvar="DEDUP_PG_BATCH_SIZE", show_envvar=True, help="Documents per transaction.")
+@click.option("--workers", default=0, show_default=True, type=click.IntRange(0, 64),
+              envvar="DEDUP_PG_WORKERS", show_envvar=True,
+              help="Processes that fingerprint ahead of the database (0: one thread).")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
+@_database_options
+def ingest(file: IO[bytes], out: IO[str] | None, batch_size: int, workers: int, progress: bool | None,
+           dsn: str | None, home: str | None) -> None:
+    """Ingest JSONL documents from FILE ('-' for stdin).
+
+    Each line: {"id", "title", "body", "url", "source", "seen_at", "published_at"};
+    only body is required. Bad lines are reported and the rest ingested.
+    """
+    counts: dict[str, int] = {}
+    show = sys.stderr.isatty() if progress is None else progress
+    with _open(dsn, home, batch_size=batch_size) as dd:
+        from tqdm import tqdm
+
+        bar = tqdm(unit="doc", disable=not show, file=sys.stderr)
+        for verdict in dd.ingest_many(_read_jsonl(file), workers=workers):
+            key = verdict.verdict if verdict.verdict != "duplicate" else f"duplicate/{verdict.layer}"
+            counts[key] = counts.get(key, 0) + 1
+            if out is not None:
+                out.write(_verdict_line(verdict) + "\n")
+            if verdict.verdict == "error" and out is None:
+                click.echo(f"error: {verdict.id or '-'}: {verdict.error}", err=True)
+            bar.update(1)
+        bar.close()
+    total = sum(counts.values())
+    click.echo(f"{total} documents: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), err=True)
+
+
+@main.command()
+@click.argument("text")
+@click.option("--title", help="Title of the text, if it has one.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+@_database_options
+def check(text: str, title: str | None, as_json: bool, dsn: str | None, home: str | None) -> None:
+    """Check TEXT ('-' for stdin) against the database without storing it."""
+    if text == "-":
+        text = sys.stdin.read()
+    with _open(dsn, home) as dd:
+        verdict = dd.is_duplicate(text, title=title)
+    if as_json:
+        click.echo(_verdict_line(verdict))
+    else:
+        click.echo(_describe(verdict))
+    if verdict.verdict == "error":
+        sys.exit(1)
+
+
+def _describe(v: Verdict) -> str:
+    if v.verdict == "error":
+        return f"error: {v.error}"
+    if v.verdict == "new":
+        return "new"
+    detail = f"{v.layer}, score {v.score:.3f}" + (f", distance {v.distance}" if v.distance is not None else "")
+    return f"{v.verdict} of {v.matched_id or '-'} (doc_id {v.matched_doc_id}; {detail})"
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_database_options
+def stats(fmt: str, dsn: str | None, home: str | None) -> None:
+    """Verdicts per day and source, and totals."""
+    with _open(dsn, home) as dd:
+        cur = dd.conn.execute(queries()["stats"])
+        names = [c.name for c in cur.description or []]
+        rows = cur.fetchall()
+        tcur = dd.conn.execute(queries()["totals"])
+        totals = dict(zip([c.name for c in tcur.description or []], tcur.fetchone() or (), strict=True))
+    if fmt == "json":
+        click.echo(json.dumps({"totals": totals, "daily": [dict(zip(names, [str(r[0]), *r[1:]], strict=True)) for r in rows]},
+                              ensure_ascii=False, indent=2))
+        return
+    click.echo("  ".join(f"{k} {v}" for k, v in totals.items()))
+    click.echo(_table(names, [[str(r[0]), r[1] or "(none)", *r[2:]] for r in rows]))
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    cells = [header] + [[str(c) for c in row] for row in rows]
+    widths = [max(_width(row[i]) for row in cells) for i in range(len(header))]
+    lines = ["  ".join(c + " " * (w - _width(c)) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _width(text: str) -> int:
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+@main.command()
+@click.option("--keep", is_flag=True, help="Keep the demo database (printed at the end) instead of a fresh one.")
+@_database_options
+def demo(keep: bool, dsn: str | None, home: str | None) -> None:
+    """Ingest the bundled sample (articles and their reposts) and show the verdicts.
+
+    Uses a fresh embedded server in a temporary folder unless --dsn/--home is given.
+    """
+    import tempfile
+
+    sample = files("dedup_pg.data").joinpath("demo.jsonl").read_text(encoding="utf-8")
+    docs = [json.loads(line) for line in sample.splitlines() if line.strip()]
+    tmp = None
+    if not dsn and not home:
+        tmp = tempfile.mkdtemp(prefix="dedup-pg-demo-")
+        home = tmp
+    titles = {d["id"]: d.get("title") or "" for d in docs}
+    agree = 0
+    with _open(dsn, home) as dd:
+        click.echo(f"{len(docs)} documents from the bundled sample\n")
+        for doc, v in zip(docs, dd.ingest_many(docs), strict=True):
+            expected = doc.get("expect")
+            ok = expected is None or expected == v.verdict
+            agree += ok
+            what = _describe(v)
+            if v.matched_id:
+                what += f"  <- {titles.get(v.matched_id, '')[:24]}"
+            click.echo(f"{'✓' if ok else '✗'} {doc['id']:<26} {what}")
+        click.echo(f"\n{agree}/{len(docs)} verdicts as expected.")
+        click.echo("Look inside: SELECT doc_id, external_id, title FROM documents;  "
+                   "SELECT external_id, layer, score, matched_doc_id FROM duplicate_candidates;")
+    if tmp is not None:
+        if keep:
+            click.echo(f"kept: dedup-pg psql --home {tmp}")
+        else:
+            database.stop_embedded(tmp)
+            import shutil
+
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+@main.group()
+def settings() -> None:
+    """Show or change per-database settings (the dedup_settings table)."""
+
+
+@settings.command("show")
+@_database_options
+def settings_show(dsn: str | None, home: str | None) -> None:
+    """List every setting with its value."""
+    with _open(dsn, home) as dd:
+        rows = dd.conn.execute("SELECT name, value::text, description FROM dedup_settings ORDER BY name").fetchall()
+    click.echo(_table(["name", "value", "description"], [[r[0], r[1], r[2][:70]] for r in rows]))
+
+
+@settings.command("set")
+@click.argument("name")
+@click.argument("value")
+@_database_options
+def settings_set(name: str, value: str, dsn: str | None, home: str | None) -> None:
+    """Set NAME to VALUE (JSON: 5, true, "text", [..]; bare words are taken as text)."""
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = value
+    with _open(dsn, home) as dd:
+        dd.set_setting(name, parsed)
+    click.echo(f"{name} = {json.dumps(parsed, ensure_ascii=False)}")
+
+
+@main.command()
+@_database_options
+def dsn(dsn: str | None, home: str | None) -> None:
+    """Print the connection string (starting the embedded server if needed)."""
+    click.echo(database.resolve_dsn(dsn, home))
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
+@_database_options
+def psql(psql_args: tuple[str, ...], dsn: str | None, home: str | None) -> None:
+    """Open psql on the database (the embedded server ships its own psql)."""
+    target = database.resolve_dsn(dsn, home)
+    database.migrate(target)
+    binary = database.psql_binary()
+    sys.exit(subprocess.call([binary, target, *psql_args]))
+
+
+@main.command()
+@click.option("--home", envvar="DEDUP_PG_HOME", show_envvar=True, type=click.Path(file_okay=False),
+              help="Folder of the embedded server (default: the per-user data folder).")
+def stop(home: str | None) -> None:
+    """Stop the embedded server (it is otherwise left running for the next command)."""
+    click.echo("stopped" if database.stop_embedded(home) else "not running")
+
+
+def _redact(dsn: str) -> str:
+    import re
+
+    return re.sub(r"(://[^:/@]+:)[^@]+@", r"\1***@", dsn)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    main()
