@@ -1,7 +1,7 @@
 """The one path from input to verdict.
 
 Python validates and fingerprints each item (normalize -> tokenize -> SimHash,
-SHA-1, sentence hashes); one call of the SQL function ``dedup_ingest`` per
+SHA-1, clause hashes); one call of the SQL function ``dedup_ingest`` per
 batch runs every check and the inserts inside one transaction. Bad items are
 reported (and recorded in ``ingest_errors``) without holding up the rest.
 """
@@ -294,7 +294,7 @@ def _to_row(pos: int, doc: Document, fp: Fingerprint, seen_at: datetime) -> dict
         "title_sha1": fp.title_digest.hex() if fp.title_digest else None,
         "simhash": to_signed(fp.simhash),
         "length": fp.length,
-        "sentences": list(fp.sentences),
+        "clauses": list(fp.clauses),
         "norm_version": NORMALIZATION_VERSION,
     }
 

@@ -18,7 +18,7 @@ class Verdict:
         ``review`` (stored, and queued for a person), ``error`` (bad input).
     layer: which check decided a duplicate or review.
     matched_id / matched_doc_id: the matched document's input id / its doc_id.
-    score: 1.0 for exact; 1 - distance/64 for SimHash; the share of sentences
+    score: 1.0 for exact; 1 - distance/64 for SimHash; the share of clauses
         for containment.
     """
 

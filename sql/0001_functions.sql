@@ -16,7 +16,7 @@ BEGIN
         RAISE EXCEPTION 'dedup_ensure_partitions: % .. % spans more than ten years', p_from, p_to;
     END IF;
     FOR v_day IN SELECT generate_series(p_from, p_to, interval '1 day')::date LOOP
-        FOREACH v_table IN ARRAY ARRAY['documents', 'document_sentences', 'document_sightings',
+        FOREACH v_table IN ARRAY ARRAY['documents', 'document_clauses', 'document_sightings',
                                        'duplicate_candidates'] LOOP
             IF to_regclass(format('%I_p%s', v_table, to_char(v_day, 'YYYYMMDD'))) IS NULL THEN
                 PERFORM pg_advisory_xact_lock(hashtext('dedup_ensure_partitions'), v_day - date '2000-01-01');
@@ -35,7 +35,7 @@ BEGIN
 END $$;
 
 COMMENT ON FUNCTION dedup_ensure_partitions(date, date) IS
-    'Create missing day partitions (UTC days) of documents, document_sentences, document_sightings and duplicate_candidates.';
+    'Create missing day partitions (UTC days) of documents, document_clauses, document_sightings and duplicate_candidates.';
 
 -- All band values within p_radius bits of p_band (radius 0 or 1; 2 is allowed
 -- but costs 137 probes a band).
@@ -92,11 +92,11 @@ $$;
 --
 -- p_items is a JSON array, one object per document, made by dedup_pg.deduper:
 --   pos, external_id, title, body, url, source, seen_at, published_at,
---   sha1 / title_sha1 (hex), simhash (signed 64-bit), length, sentences (array
+--   sha1 / title_sha1 (hex), simhash (signed 64-bit), length, clauses (array
 --   of signed 64-bit hashes), norm_version.
 -- Items are checked in pos order, so a later item is checked against earlier
 -- ones of the same batch. Layers, in order: whitelist, exact (SHA-1),
--- SimHash (duplicate distance), sentence containment, then the review bands
+-- SimHash (duplicate distance), clause containment, then the review bands
 -- of both. p_dry_run = true checks without locking or writing (is_duplicate).
 CREATE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false)
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
@@ -128,7 +128,7 @@ DECLARE
     m_doc_id bigint; m_seen_at timestamptz; m_ext text; m_layer text; m_score double precision; m_dist integer;
     r_doc_id bigint; r_seen_at timestamptz; r_ext text; r_layer text; r_score double precision; r_dist integer;
     v_doc_id bigint;
-    v_sentences bigint[];
+    v_clauses bigint[];
     v_thresholds jsonb;
 BEGIN
     SELECT jsonb_object_agg(s.name, s.value) INTO v_settings FROM dedup_settings s;
@@ -153,7 +153,7 @@ BEGIN
                                   | get_byte(decode(e ->> 'sha1', 'hex'), 1))
                           UNION ALL
                           SELECT (h::bigint & 65535)::integer
-                            FROM jsonb_array_elements_text(e -> 'sentences') h) keys
+                            FROM jsonb_array_elements_text(e -> 'clauses') h) keys
              ORDER BY k);
         IF cardinality(v_stripes) > 512 THEN
             LOCK TABLE dedup_lock_stripes IN EXCLUSIVE MODE;
@@ -167,13 +167,13 @@ BEGIN
         SELECT * FROM jsonb_to_recordset(p_items) AS x(
             pos integer, external_id text, title text, body text, url text, source text,
             seen_at timestamptz, published_at timestamptz, sha1 text, title_sha1 text,
-            simhash bigint, length integer, sentences bigint[], norm_version smallint)
+            simhash bigint, length integer, clauses bigint[], norm_version smallint)
         ORDER BY x.pos
     LOOP
         pos := it.pos; verdict := NULL; layer := NULL; doc_id := NULL; matched_doc_id := NULL;
         matched_external_id := NULL; score := NULL; distance := NULL; candidate_id := NULL;
         v_sha1 := decode(it.sha1, 'hex');
-        v_sentences := coalesce(it.sentences, '{}');
+        v_clauses := coalesce(it.clauses, '{}');
         IF v_window = interval '0' THEN
             v_lo := '-infinity'; v_hi := 'infinity';
         ELSE
@@ -267,23 +267,24 @@ BEGIN
             END IF;
         END IF;
 
-        -- Containment layer: the share of the smaller text's sentences that the
+        -- Containment layer: the share of the smaller text's clauses that the
         -- other holds. Catches copies that add or drop paragraphs (site banners,
-        -- truncated recrawls). A sentence shared by very many documents is
+        -- truncated recrawls). A clause shared by very many documents is
         -- boilerplate: at most 64 holders of each are looked at.
-        IF verdict IS NULL AND m_doc_id IS NULL AND cardinality(v_sentences) >= v_cont_min THEN
+        IF verdict IS NULL AND m_doc_id IS NULL AND cardinality(v_clauses) >= 2 THEN
             SELECT c.doc_id, c.seen_at, d.external_id, c.shared,
-                   c.shared::double precision / least(cardinality(v_sentences), greatest(d.sentence_count, 1)) AS ratio
+                   c.shared::double precision / least(cardinality(v_clauses), greatest(d.clause_count, 1)) AS ratio
               INTO v_cand
               FROM (SELECT s.doc_id, s.seen_at, count(*) AS shared
-                      FROM unnest(v_sentences) h
-                      CROSS JOIN LATERAL (SELECT ds.doc_id, ds.seen_at FROM document_sentences ds
-                                           WHERE ds.sentence_hash = h AND ds.seen_at BETWEEN v_lo AND v_hi
+                      FROM unnest(v_clauses) h
+                      CROSS JOIN LATERAL (SELECT dc.doc_id, dc.seen_at FROM document_clauses dc
+                                           WHERE dc.clause_hash = h AND dc.seen_at BETWEEN v_lo AND v_hi
                                            LIMIT 64) s
                      GROUP BY s.doc_id, s.seen_at
-                    HAVING count(*) >= v_cont_min) c
+                    HAVING count(*) >= 2) c
               JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
-             WHERE NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)
+             WHERE c.shared >= least(v_cont_min, cardinality(v_clauses), d.clause_count)
+               AND NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)
              ORDER BY ratio DESC, c.seen_at, c.doc_id
              LIMIT 1;
             IF v_cand.doc_id IS NOT NULL THEN
@@ -330,12 +331,12 @@ BEGIN
                 v_doc_id := nextval('documents_doc_id_seq');
             END IF;
             INSERT INTO documents (doc_id, seen_at, external_id, title, body, url, source, published_at,
-                                   content_sha1, title_sha1, simhash, text_length, sentence_count, norm_version)
+                                   content_sha1, title_sha1, simhash, text_length, clause_count, norm_version)
             VALUES (v_doc_id, it.seen_at, it.external_id, it.title, it.body, it.url, it.source, it.published_at,
-                    v_sha1, decode(it.title_sha1, 'hex'), it.simhash, it.length, cardinality(v_sentences),
+                    v_sha1, decode(it.title_sha1, 'hex'), it.simhash, it.length, cardinality(v_clauses),
                     it.norm_version);
-            INSERT INTO document_sentences (sentence_hash, doc_id, seen_at)
-            SELECT DISTINCT h, v_doc_id, it.seen_at FROM unnest(v_sentences) h;
+            INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
+            SELECT DISTINCT h, v_doc_id, it.seen_at FROM unnest(v_clauses) h;
             doc_id := v_doc_id;
             IF verdict = 'review' THEN
                 INSERT INTO duplicate_candidates AS c (

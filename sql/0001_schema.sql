@@ -19,9 +19,9 @@ INSERT INTO dedup_settings (name, value, description) VALUES
  ('simhash_review_distance', '6', 'SimHash distance at or below which a text is queued for review (at most 7)'),
  ('simhash_distance_by_length', '[[0, 0], [150, 1], [300, 2], [600, 3]]',
   '[min_length, distance] pairs: a text of at least min_length characters gets that duplicate distance (capped by simhash_distance); short texts have few terms, so a few bits mean more'),
- ('containment_threshold', '0.8', 'share of the smaller text''s sentences found in the other at or above which it is a duplicate'),
- ('containment_review_threshold', '0.5', 'sentence containment at or above which a text is queued for review'),
- ('containment_min_shared', '3', 'sentences two texts must share before containment counts'),
+ ('containment_threshold', '0.8', 'share of the smaller text''s clauses found in the other at or above which it is a duplicate'),
+ ('containment_review_threshold', '0.5', 'clause containment at or above which a text is queued for review'),
+ ('containment_min_shared', '3', 'clauses two texts must share before containment counts (all of the smaller text''s, if it has fewer; never fewer than 2)'),
  ('lowercase', 'false', 'fold case before fingerprinting'),
  ('noise_patterns', 'null', 'regular expressions removed before fingerprinting; null = the built-in list (dedup_pg.normalize.DEFAULT_NOISE_PATTERNS), [] = none'),
  ('max_chars', '1000000', 'documents longer than this (title + body, characters) are rejected with an error');
@@ -54,7 +54,7 @@ CREATE TABLE documents (
     simhash_band2   integer GENERATED ALWAYS AS (((simhash >> 32) & 65535)::integer) STORED,
     simhash_band3   integer GENERATED ALWAYS AS (((simhash >> 48) & 65535)::integer) STORED,
     text_length     integer NOT NULL,
-    sentence_count  integer NOT NULL,
+    clause_count    integer NOT NULL,
     norm_version    smallint NOT NULL,
     ingested_at     timestamptz NOT NULL DEFAULT now()
 ) PARTITION BY RANGE (seen_at);
@@ -78,14 +78,15 @@ CREATE TABLE document_digests (
     seen_at      timestamptz NOT NULL
 );
 
--- Sentence fingerprints of kept documents, for the containment check: a copy
--- that adds or drops paragraphs still shares most of its sentences.
-CREATE TABLE document_sentences (
-    sentence_hash bigint NOT NULL,
-    doc_id        bigint NOT NULL,
-    seen_at       timestamptz NOT NULL
+-- Clause fingerprints of kept documents, for the containment check: a copy
+-- that adds or drops paragraphs (banners, ads, a truncated recrawl) still holds
+-- most of the other's clauses.
+CREATE TABLE document_clauses (
+    clause_hash bigint NOT NULL,
+    doc_id      bigint NOT NULL,
+    seen_at     timestamptz NOT NULL
 ) PARTITION BY RANGE (seen_at);
-CREATE INDEX document_sentences_hash_idx ON document_sentences (sentence_hash);
+CREATE INDEX document_clauses_hash_idx ON document_clauses (clause_hash);
 
 -- Every time a text was seen: the first sighting of a kept document and every
 -- duplicate of it. "Which sites carried this story, and who was first" is a

@@ -1,4 +1,4 @@
-"""Core schema: documents, digests, sentences, sightings, candidates, whitelist,
+"""Core schema: documents, digests, clauses, sightings, candidates, whitelist,
 settings, errors; the ingest function and the daily stats view.
 
 Revision ID: 0001
@@ -30,7 +30,7 @@ def downgrade() -> None:
         DROP FUNCTION IF EXISTS dedup_band_neighbours(integer, integer);
         DROP FUNCTION IF EXISTS dedup_ensure_partitions(date, date);
         DROP TABLE IF EXISTS ingest_errors, dedup_whitelist, duplicate_candidates,
-            document_sightings, document_sentences, document_digests, documents,
+            document_sightings, document_clauses, document_digests, documents,
             dedup_lock_stripes, dedup_settings;
         """
     )
