@@ -19,15 +19,20 @@ BEGIN
         FOREACH v_table IN ARRAY ARRAY['documents', 'document_clauses', 'document_sightings',
                                        'duplicate_candidates'] LOOP
             IF to_regclass(format('%I_p%s', v_table, to_char(v_day, 'YYYYMMDD'))) IS NULL THEN
+                -- Another session may create it at the same moment: serialise on
+                -- the day, and take "already exists" (its commit raced our check)
+                -- as success.
                 PERFORM pg_advisory_xact_lock(hashtext('dedup_ensure_partitions'), v_day - date '2000-01-01');
-                IF to_regclass(format('%I_p%s', v_table, to_char(v_day, 'YYYYMMDD'))) IS NULL THEN
+                BEGIN
                     EXECUTE format(
                         'CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)',
                         format('%s_p%s', v_table, to_char(v_day, 'YYYYMMDD')), v_table,
                         v_day::timestamp AT TIME ZONE 'UTC',
                         (v_day + 1)::timestamp AT TIME ZONE 'UTC');
                     v_created := v_created + 1;
-                END IF;
+                EXCEPTION WHEN duplicate_table THEN
+                    NULL;
+                END;
             END IF;
         END LOOP;
     END LOOP;
@@ -110,6 +115,15 @@ DECLARE
     v_cont_dup double precision;
     v_cont_review double precision;
     v_cont_min integer;
+    v_cont_incoming double precision;
+    v_boiler_docs integer;
+    v_sim_overlap double precision;
+    v_useful bigint[];
+    v_n_boiler integer;
+    v_n_item integer;
+    v_shared integer;
+    v_stored_n integer;
+    v_to_review boolean;
     it record;
     v_lo timestamptz;
     v_hi timestamptz;
@@ -136,6 +150,9 @@ BEGIN
     v_cont_dup := (v_settings ->> 'containment_threshold')::double precision;
     v_cont_review := (v_settings ->> 'containment_review_threshold')::double precision;
     v_cont_min := (v_settings ->> 'containment_min_shared')::integer;
+    v_cont_incoming := (v_settings ->> 'containment_incoming_share')::double precision;
+    v_boiler_docs := (v_settings ->> 'containment_boilerplate_docs')::integer;
+    v_sim_overlap := (v_settings ->> 'simhash_min_clause_overlap')::double precision;
     v_steps := ARRAY(SELECT (r ->> 0)::integer
                        FROM jsonb_array_elements(v_settings -> 'simhash_distance_by_length') r);
 
@@ -192,6 +209,7 @@ BEGIN
             'simhash_review_distance', v_review_dist,
             'containment_threshold', v_cont_dup,
             'containment_review_threshold', v_cont_review,
+            'containment_incoming_share', v_cont_incoming,
             'window_days', v_settings -> 'window_days');
         m_doc_id := NULL; m_layer := NULL; m_score := NULL; m_dist := NULL;
         r_doc_id := NULL; r_layer := NULL; r_score := NULL; r_dist := NULL;
@@ -233,6 +251,21 @@ BEGIN
             END IF;
         END IF;
 
+        -- Clause evidence, used by both near-duplicate layers. A clause that
+        -- v_boiler_docs stored documents already hold is site boilerplate (nav
+        -- bars, "related news", copyright lines): it is left out of the
+        -- comparison and out of both texts' clause counts.
+        IF verdict IS NULL THEN
+            SELECT coalesce(array_agg(h) FILTER (WHERE n < v_boiler_docs), '{}'),
+                   count(*) FILTER (WHERE n >= v_boiler_docs)
+              INTO v_useful, v_n_boiler
+              FROM (SELECT h, (SELECT count(*) FROM (SELECT 1 FROM document_clauses dc
+                                                     WHERE dc.clause_hash = h AND dc.seen_at BETWEEN v_lo AND v_hi
+                                                     LIMIT v_boiler_docs) x) AS n
+                      FROM unnest(v_clauses) h) holders;
+            v_n_item := cardinality(v_clauses) - v_n_boiler;
+        END IF;
+
         -- SimHash layer: probe the bands (radius 1 when the review distance
         -- needs it), confirm by Hamming distance.
         IF verdict IS NULL THEN
@@ -242,8 +275,8 @@ BEGIN
                 dedup_band_neighbours(((it.simhash >> 16) & 65535)::integer, v_review_dist / 4),
                 dedup_band_neighbours(((it.simhash >> 32) & 65535)::integer, v_review_dist / 4),
                 dedup_band_neighbours(((it.simhash >> 48) & 65535)::integer, v_review_dist / 4)];
-            SELECT c.doc_id, c.seen_at, c.external_id, c.dist INTO v_cand
-              FROM (SELECT d.doc_id, d.seen_at, d.external_id, d.content_sha1,
+            SELECT c.doc_id, c.seen_at, c.external_id, c.dist, c.clause_count INTO v_cand
+              FROM (SELECT d.doc_id, d.seen_at, d.external_id, d.content_sha1, d.clause_count,
                            bit_count((d.simhash # it.simhash)::bit(64))::integer AS dist
                       FROM documents d
                      WHERE d.seen_at BETWEEN v_lo AND v_hi
@@ -257,43 +290,56 @@ BEGIN
              ORDER BY c.dist, c.seen_at, c.doc_id
              LIMIT 1;
             IF v_cand.doc_id IS NOT NULL THEN
-                IF v_cand.dist <= v_dup_dist THEN
-                    m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
-                    m_layer := 'simhash'; m_score := 1.0 - v_cand.dist / 64.0; m_dist := v_cand.dist;
-                ELSE
+                v_to_review := v_cand.dist > v_dup_dist;
+                v_stored_n := v_cand.clause_count - v_n_boiler;
+                IF NOT v_to_review AND v_n_item >= 5 AND v_stored_n >= 5 THEN
+                    -- Same vocabulary is not the same text: long texts must also
+                    -- share some clauses (two pieces of one series by one author
+                    -- can sit 3 bits apart with no sentence in common).
+                    SELECT count(*) INTO v_shared FROM document_clauses dc
+                     WHERE dc.doc_id = v_cand.doc_id AND dc.seen_at = v_cand.seen_at
+                       AND dc.clause_hash = ANY (v_useful);
+                    v_to_review := v_shared < v_sim_overlap * least(v_n_item, v_stored_n);
+                END IF;
+                IF v_to_review THEN
                     r_doc_id := v_cand.doc_id; r_seen_at := v_cand.seen_at; r_ext := v_cand.external_id;
                     r_layer := 'simhash'; r_score := 1.0 - v_cand.dist / 64.0; r_dist := v_cand.dist;
+                ELSE
+                    m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
+                    m_layer := 'simhash'; m_score := 1.0 - v_cand.dist / 64.0; m_dist := v_cand.dist;
                 END IF;
             END IF;
         END IF;
 
-        -- Containment layer: the share of the smaller text's clauses that the
-        -- other holds. Catches copies that add or drop paragraphs (site banners,
-        -- truncated recrawls). A clause shared by very many documents is
-        -- boilerplate: at most 64 holders of each are looked at.
-        IF verdict IS NULL AND m_doc_id IS NULL AND cardinality(v_clauses) >= 2 THEN
+        -- Containment layer: clauses (boilerplate left out) shared with a stored
+        -- text. Catches copies that add or drop paragraphs: site banners, ads,
+        -- truncated recrawls. Containment = shared / the smaller text's clauses.
+        -- It is a duplicate only when the incoming text is mostly old news too
+        -- (containment_incoming_share of its clauses are in the other text): a
+        -- long text that merely quotes a short stored one is kept, for review.
+        IF verdict IS NULL AND m_doc_id IS NULL AND v_n_item >= 2 THEN
             SELECT c.doc_id, c.seen_at, d.external_id, c.shared,
-                   c.shared::double precision / least(cardinality(v_clauses), greatest(d.clause_count, 1)) AS ratio
+                   c.shared::double precision
+                       / least(v_n_item, greatest(d.clause_count - v_n_boiler, c.shared)) AS ratio,
+                   c.shared::double precision / v_n_item AS incoming_share
               INTO v_cand
-              FROM (SELECT s.doc_id, s.seen_at, count(*) AS shared
-                      FROM unnest(v_clauses) h
-                      CROSS JOIN LATERAL (SELECT dc.doc_id, dc.seen_at FROM document_clauses dc
-                                           WHERE dc.clause_hash = h AND dc.seen_at BETWEEN v_lo AND v_hi
-                                           LIMIT 64) s
-                     GROUP BY s.doc_id, s.seen_at
+              FROM (SELECT dc.doc_id, dc.seen_at, count(*) AS shared
+                      FROM document_clauses dc
+                     WHERE dc.clause_hash = ANY (v_useful) AND dc.seen_at BETWEEN v_lo AND v_hi
+                     GROUP BY dc.doc_id, dc.seen_at
                     HAVING count(*) >= 2) c
               JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
-             WHERE c.shared >= least(v_cont_min, cardinality(v_clauses), d.clause_count)
+             WHERE c.shared >= least(v_cont_min, v_n_item, greatest(d.clause_count - v_n_boiler, c.shared))
                AND NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)
-             ORDER BY ratio DESC, c.seen_at, c.doc_id
+             ORDER BY ratio DESC, incoming_share DESC, c.seen_at, c.doc_id
              LIMIT 1;
             IF v_cand.doc_id IS NOT NULL THEN
-                IF v_cand.ratio >= v_cont_dup THEN
+                IF v_cand.ratio >= v_cont_dup AND v_cand.incoming_share >= v_cont_incoming THEN
                     m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
                     m_layer := 'containment'; m_score := least(v_cand.ratio, 1.0);
                 ELSIF v_cand.ratio >= v_cont_review AND r_doc_id IS NULL THEN
                     r_doc_id := v_cand.doc_id; r_seen_at := v_cand.seen_at; r_ext := v_cand.external_id;
-                    r_layer := 'containment'; r_score := v_cand.ratio;
+                    r_layer := 'containment'; r_score := least(v_cand.ratio, 1.0);
                 END IF;
             END IF;
         END IF;

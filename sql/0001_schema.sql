@@ -22,6 +22,9 @@ INSERT INTO dedup_settings (name, value, description) VALUES
  ('containment_threshold', '0.8', 'share of the smaller text''s clauses found in the other at or above which it is a duplicate'),
  ('containment_review_threshold', '0.5', 'clause containment at or above which a text is queued for review'),
  ('containment_min_shared', '3', 'clauses two texts must share before containment counts (all of the smaller text''s, if it has fewer; never fewer than 2)'),
+ ('containment_incoming_share', '0.35', 'share of the incoming text''s clauses that must already be in the matched text for a containment duplicate; below it the incoming text adds too much new content and goes to review'),
+ ('containment_boilerplate_docs', '5', 'a clause held by this many stored documents in the window is site boilerplate and ignored by containment'),
+ ('simhash_min_clause_overlap', '0.2', 'a SimHash match between texts of 5+ clauses each that share less than this share of the smaller one''s clauses is sent to review (same vocabulary, different text)'),
  ('lowercase', 'false', 'fold case before fingerprinting'),
  ('noise_patterns', 'null', 'regular expressions removed before fingerprinting; null = the built-in list (dedup_pg.normalize.DEFAULT_NOISE_PATTERNS), [] = none'),
  ('max_chars', '1000000', 'documents longer than this (title + body, characters) are rejected with an error');

@@ -1,0 +1,81 @@
+"""Tests run against a real PostgreSQL: the embedded server, started once per
+session in a temporary folder. The schema is migrated once into a template
+database; each test gets its own copy (CREATE DATABASE ... TEMPLATE), so tests
+are isolated and fast."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from dedup_pg import Deduper, database
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("DEDUP_PG_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def server_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("pg")
+    yield home
+    database.stop_embedded(home)
+
+
+@pytest.fixture(scope="session")
+def template_dsn(server_home: Path) -> str:
+    dsn = database.start_embedded(server_home)  # creates and returns the "dedup" database
+    database.migrate(dsn)
+    return dsn
+
+
+def _dsn_for(template_dsn: str, dbname: str) -> str:
+    return psycopg.conninfo.make_conninfo(template_dsn, dbname=dbname)
+
+
+@pytest.fixture
+def dsn(template_dsn: str) -> Iterator[str]:
+    """A fresh, migrated database for one test."""
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    admin = _dsn_for(template_dsn, "postgres")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{database.EMBEDDED_DB}"')
+    yield _dsn_for(template_dsn, name)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def dd(dsn: str) -> Iterator[Deduper]:
+    with Deduper(dsn, batch_size=100) as deduper:
+        yield deduper
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"shared test data not found at {SHARED_DATA}")
+        pytest.skip(f"shared test data not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+def read_jsonl(path: Path, limit: int | None = None) -> list[dict]:
+    rows = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            rows.append(json.loads(line))
+            if limit is not None and len(rows) >= limit:
+                break
+    return rows
+
+
+@pytest.fixture(scope="session")
+def sina(shared_data: Path) -> list[dict]:
+    """Real Sina articles (2018), the first 1,500."""
+    return read_jsonl(shared_data / "news" / "sina2018.jsonl", limit=1500)

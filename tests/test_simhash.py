@@ -1,0 +1,77 @@
+import hashlib
+import random
+
+import psycopg
+from simhash import Simhash
+
+from dedup_pg import simhash as sh
+from dedup_pg.fingerprint import clause_hashes, fingerprint
+from dedup_pg.normalize import NormalizeOptions
+from dedup_pg.tokenize import TERMS, tokens, weighted_terms
+
+
+def _md5_64(data: bytes) -> int:
+    return int.from_bytes(hashlib.md5(data).digest()[-8:], "big")
+
+
+def test_numpy_simhash_equals_the_simhash_package(sina):
+    for article in sina[:60]:
+        weights = weighted_terms(article["body"])
+        expected = Simhash(weights, f=64, hashfunc=_md5_64).value
+        assert sh.simhash(weights) == expected
+        assert sh.simhash_arrays(*TERMS.weights(article["body"])) == expected
+
+
+def test_tokens_drop_punctuation_and_stop_tokens():
+    toks = tokens("北京时间11月5日，中国女排在世锦赛上3比0战胜了对手！")
+    assert "，" not in toks and "！" not in toks and "的" not in toks and "了" not in toks
+    assert {"中国女排", "世锦赛", "11", "战胜"} <= set(toks)
+
+
+def test_bands_cover_the_fingerprint():
+    value = random.Random(1).getrandbits(64)
+    bands = sh.bands(value)
+    assert len(bands) == 4 and all(0 <= b < 65536 for b in bands)
+    assert sum(b << (16 * i) for i, b in enumerate(bands)) == value
+    assert sh.to_signed(value) & ((1 << 64) - 1) == value
+
+
+def test_band_probe_guarantee(dsn):
+    """Every fingerprint within distance d shares a band value within radius
+    d // 4 (pigeonhole); the SQL neighbour function produces that set."""
+    rng = random.Random(7)
+    with psycopg.connect(dsn) as conn:
+        for _ in range(300):
+            a = rng.getrandbits(64)
+            d = rng.randint(0, 7)
+            b = a
+            for bit in rng.sample(range(64), d):
+                b ^= 1 << bit
+            assert sh.hamming(a, b) == d
+            radius = d // 4
+            found = False
+            for band_a, band_b in zip(sh.bands(a), sh.bands(b), strict=True):
+                probe = conn.execute("SELECT dedup_band_neighbours(%s, %s)", [band_a, radius]).fetchone()[0]
+                assert len(probe) == (1 if radius == 0 else 17)
+                found = found or band_b in probe
+            assert found, (a, b, d)
+
+
+def test_title_counts_and_title_digest_is_separate():
+    opts = NormalizeOptions()
+    body = "今天上午,市政府召开新闻发布会,介绍今年前三季度经济运行情况。"
+    plain = fingerprint(body, None, opts)
+    titled = fingerprint(body, "前三季度经济运行平稳", opts)
+    assert plain.digest != titled.digest
+    assert plain.title_digest is None and titled.title_digest is not None
+    other_body = fingerprint("完全不同的正文,讲的是另一件事情,和经济没有关系。", "前三季度经济运行平稳", opts)
+    assert other_body.title_digest == titled.title_digest
+    assert other_body.digest != titled.digest
+
+
+def test_clause_hashes_ignore_short_clauses_and_paragraphing():
+    a = clause_hashes("据报道,这是一个足够长的分句用于测试指纹,短句,另一个同样足够长的分句也要参与计算。")
+    assert len(a) == 2
+    glued = fingerprint("第一段里有一句足够长的话需要被记住。第二段也有一句足够长的话需要被记住。", None, NormalizeOptions())
+    split = fingerprint("第一段里有一句足够长的话需要被记住。\n\n第二段也有一句足够长的话需要被记住。", None, NormalizeOptions())
+    assert glued.clauses == split.clauses and len(glued.clauses) == 2
