@@ -69,7 +69,15 @@ from dedup_pg.fingerprint import Fingerprint, fingerprint
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("DEDUP_PG_DATA", ROOT.parent / "shared" / "data"))
 RESULTS = ROOT / "bench" / "results" / "quality.md"
-COPY_TYPES = ("exact", "normalization", "banner", "ad_paragraph", "new_title", "shuffled", "deleted_fifth")
+COPY_TYPES = (
+    "exact",
+    "normalization",
+    "banner",
+    "ad_paragraph",
+    "new_title",
+    "shuffled",
+    "deleted_fifth",
+)
 INFORMATIVE = {"deleted_fifth"}
 RECALL_BAR = 0.95
 FALSE_DUP_BAR = 0.002
@@ -145,8 +153,24 @@ def join_sentences(units: list[str], like: str) -> str:
 
 # --------------------------------------------------------------------------- copy makers
 
-SITES = ["中华网", "凤凰网", "环球网", "东方网", "光明网", "北青网", "华商网", "大众网",
-         "千龙网", "红网", "南海网", "中国网", "腾讯新闻", "搜狐科技", "网易新闻", "今日头条"]
+SITES = [
+    "中华网",
+    "凤凰网",
+    "环球网",
+    "东方网",
+    "光明网",
+    "北青网",
+    "华商网",
+    "大众网",
+    "千龙网",
+    "红网",
+    "南海网",
+    "中国网",
+    "腾讯新闻",
+    "搜狐科技",
+    "网易新闻",
+    "今日头条",
+]
 
 BANNERS = [
     "（本文版权归{site}所有，未经授权不得转载）",
@@ -212,7 +236,7 @@ def paragraphs(body: str, rng: random.Random) -> list[str]:
     paras, i = [], 0
     while i < len(units):
         k = rng.randint(2, 4)
-        paras.append("".join(units[i:i + k]))
+        paras.append("".join(units[i : i + k]))
         i += k
     return paras
 
@@ -283,7 +307,7 @@ def make_new_title(a: dict, rng: random.Random) -> tuple[str, str]:
     if (new is None or new == title) and clauses:
         new = clauses[0].strip()[:28]  # the body's first clause as headline
     if new is None or new == title:
-        new = title[len(title) // 2:] + "，" + title[: len(title) // 2]
+        new = title[len(title) // 2 :] + "，" + title[: len(title) // 2]
     return new, a["body"]
 
 
@@ -299,7 +323,11 @@ def make_shuffled(a: dict, rng: random.Random) -> tuple[str, str]:
 
 def make_deleted_fifth(a: dict, rng: random.Random) -> tuple[str, str]:
     units = sentences_or_clauses(a["body"])
-    drop = set(rng.sample(range(len(units)), max(1, round(len(units) / 5)))) if len(units) > 1 else set()
+    drop = (
+        set(rng.sample(range(len(units)), max(1, round(len(units) / 5))))
+        if len(units) > 1
+        else set()
+    )
     return a["title"], join_sentences([u for i, u in enumerate(units) if i not in drop], a["body"])
 
 
@@ -339,8 +367,15 @@ def run_group(dd: Deduper, items: list[dict], workers: int) -> tuple[list, float
 
 
 class Row:
-    def __init__(self, group: str, items: list[dict], verdicts: list, seconds: float,
-                 expect: dict[str, str] | None, bar: str) -> None:
+    def __init__(
+        self,
+        group: str,
+        items: list[dict],
+        verdicts: list,
+        seconds: float,
+        expect: dict[str, str] | None,
+        bar: str,
+    ) -> None:
         self.group, self.items, self.verdicts, self.seconds = group, items, verdicts, seconds
         self.expect = expect  # copy id -> the id it must match (None: distinct articles)
         self.bar = bar
@@ -354,7 +389,9 @@ class Row:
 
     def found(self) -> int:
         assert self.expect is not None
-        return sum(v.verdict == "duplicate" and v.matched_id == self.expect[v.id] for v in self.verdicts)
+        return sum(
+            v.verdict == "duplicate" and v.matched_id == self.expect[v.id] for v in self.verdicts
+        )
 
     def layers(self, kind: str, names: Iterable[str]) -> str:
         c = collections.Counter(v.layer for v in self.verdicts if v.verdict == kind)
@@ -371,19 +408,35 @@ class Row:
         n = self.n
         pct = lambda k: f"{k / n:.2%}" if n else "-"  # noqa: E731
         return [
-            self.group, str(n),
+            self.group,
+            str(n),
             pct(self.found()) if self.expect is not None else "-",
-            pct(self.count("duplicate")), pct(self.count("review")), pct(self.count("new")),
+            pct(self.count("duplicate")),
+            pct(self.count("review")),
+            pct(self.count("new")),
             str(self.count("error")),
             self.layers("duplicate", ("exact", "simhash", "containment")),
             self.layers("review", ("simhash", "containment")),
-            f"{self.seconds:.1f}", f"{n / self.seconds:.0f}" if self.seconds else "-",
+            f"{self.seconds:.1f}",
+            f"{n / self.seconds:.0f}" if self.seconds else "-",
             self.passed(),
         ]
 
 
-HEADER = ["group / type", "n", "found", "duplicate", "review", "new", "errors",
-          "dup layers e/s/c", "review layers s/c", "seconds", "docs/s", "bar"]
+HEADER = [
+    "group / type",
+    "n",
+    "found",
+    "duplicate",
+    "review",
+    "new",
+    "errors",
+    "dup layers e/s/c",
+    "review layers s/c",
+    "seconds",
+    "docs/s",
+    "bar",
+]
 
 
 def table(rows: list[Row]) -> list[str]:
@@ -397,7 +450,7 @@ def table(rows: list[Row]) -> list[str]:
 
 def char_ngrams(text: str, n: int = 8) -> set[str]:
     text = re.sub(r"\s+", "", text)
-    return {text[i:i + n] for i in range(max(0, len(text) - n + 1))}
+    return {text[i : i + n] for i in range(max(0, len(text) - n + 1))}
 
 
 def jaccard(a: str, b: str) -> float:
@@ -405,7 +458,9 @@ def jaccard(a: str, b: str) -> float:
     return len(x & y) / len(x | y) if x | y else 0.0
 
 
-_UNIT_NAME = "clauses" if "clauses" in getattr(Fingerprint, "__dataclass_fields__", {}) else "sentences"
+_UNIT_NAME = (
+    "clauses" if "clauses" in getattr(Fingerprint, "__dataclass_fields__", {}) else "sentences"
+)
 
 
 def _units(fp: Fingerprint) -> tuple[int, ...]:
@@ -421,9 +476,11 @@ def pair_diagnostics(dd: Deduper, a: dict, b: dict) -> str:
     ua, ub = set(_units(fa)), set(_units(fb))
     shared = len(ua & ub)
     smaller = max(1, min(len(ua), len(ub)))
-    return (f"simhash distance {dist} (lengths {fa.length}/{fb.length}), {_UNIT_NAME} "
-            f"{len(ua)}/{len(ub)} shared {shared} (containment {shared / smaller:.2f}), "
-            f"char-8gram Jaccard {jaccard(a['body'], b['body']):.2f}")
+    return (
+        f"simhash distance {dist} (lengths {fa.length}/{fb.length}), {_UNIT_NAME} "
+        f"{len(ua)}/{len(ub)} shared {shared} (containment {shared / smaller:.2f}), "
+        f"char-8gram Jaccard {jaccard(a['body'], b['body']):.2f}"
+    )
 
 
 def short(text: str | None, n: int = 60) -> str:
@@ -440,16 +497,31 @@ def show_flagged(dd: Deduper, row: Row, by_id: dict[str, dict], limit: int) -> N
         return
     if any(v.id.endswith(TEMPLATE_SUFFIX) for v in flagged):
         kinds = collections.Counter(
-            (v.verdict, v.layer, "another template page" if (v.matched_id or "").endswith(TEMPLATE_SUFFIX)
-             else "an original") for v in flagged)
-        out("By what they matched: " + "; ".join(
-            f"{verdict} via {layer} of {what}: {n}" for (verdict, layer, what), n in kinds.most_common()) + ".")
+            (
+                v.verdict,
+                v.layer,
+                "another template page"
+                if (v.matched_id or "").endswith(TEMPLATE_SUFFIX)
+                else "an original",
+            )
+            for v in flagged
+        )
+        out(
+            "By what they matched: "
+            + "; ".join(
+                f"{verdict} via {layer} of {what}: {n}"
+                for (verdict, layer, what), n in kinds.most_common()
+            )
+            + "."
+        )
         out()
     for v in flagged[:limit]:
         a, b = by_id[v.id], by_id.get(v.matched_id or "")
-        out(f"- **{v.verdict}** via {v.layer}, score {v.score:.3f}"
+        out(
+            f"- **{v.verdict}** via {v.layer}, score {v.score:.3f}"
             + (f", distance {v.distance}" if v.distance is not None else "")
-            + f": `{v.id}` 「{short(a.get('title'))}」 vs `{v.matched_id}` 「{short(b.get('title') if b else None)}」")
+            + f": `{v.id}` 「{short(a.get('title'))}」 vs `{v.matched_id}` 「{short(b.get('title') if b else None)}」"
+        )
         if b:
             out(f"  - {pair_diagnostics(dd, a, b)}")
             out(f"  - A: {short(a['body'], 110)}")
@@ -458,13 +530,20 @@ def show_flagged(dd: Deduper, row: Row, by_id: dict[str, dict], limit: int) -> N
 
 def show_missed(dd: Deduper, row: Row, by_id: dict[str, dict], limit: int) -> None:
     assert row.expect is not None
-    missed = [v for v in row.verdicts if not (v.verdict == "duplicate" and v.matched_id == row.expect[v.id])]
+    missed = [
+        v
+        for v in row.verdicts
+        if not (v.verdict == "duplicate" and v.matched_id == row.expect[v.id])
+    ]
     if not missed:
         return
     kinds = collections.Counter(
-        v.verdict if v.verdict != "duplicate" else "duplicate of another doc" for v in missed)
-    out(f"\n### Missed in `{row.group}`: {len(missed)} ({', '.join(f'{k} {c}' for k, c in kinds.items())}); "
-        f"showing up to {limit}\n")
+        v.verdict if v.verdict != "duplicate" else "duplicate of another doc" for v in missed
+    )
+    out(
+        f"\n### Missed in `{row.group}`: {len(missed)} ({', '.join(f'{k} {c}' for k, c in kinds.items())}); "
+        f"showing up to {limit}\n"
+    )
     for v in missed[:limit]:
         copy, orig = by_id[v.id], by_id[row.expect[v.id]]
         detail = f"verdict {v.verdict}"
@@ -483,11 +562,28 @@ def engine_revision() -> str:
     import subprocess
 
     try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--",
-                                "dedup_pg", "sql", "migrations"],
-                               capture_output=True, text=True, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(ROOT),
+                "status",
+                "--porcelain",
+                "--",
+                "dedup_pg",
+                "sql",
+                "migrations",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + (" (with uncommitted engine changes)" if dirty else "")
@@ -499,9 +595,15 @@ def engine_revision() -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--originals", type=int, default=3000, help="distinct originals (default 3000)")
-    ap.add_argument("--hard-negatives", type=int, default=500, help="template-wrapped distinct articles")
-    ap.add_argument("--probe", type=int, default=200,
-                    help="template pages ingested after one short template page (0: skip)")
+    ap.add_argument(
+        "--hard-negatives", type=int, default=500, help="template-wrapped distinct articles"
+    )
+    ap.add_argument(
+        "--probe",
+        type=int,
+        default=200,
+        help="template pages ingested after one short template page (0: skip)",
+    )
     ap.add_argument("--copies", type=int, default=300, help="copies per type (default 300)")
     ap.add_argument("--seed", type=int, default=20181120)
     ap.add_argument("--workers", type=int, default=2, help="fingerprinting processes")
@@ -518,20 +620,27 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"only {len(pool)} distinct articles, asked for {need}")
     chosen = rng.sample(pool, need)
     originals = chosen[: args.originals]
-    negatives = chosen[args.originals: args.originals + args.hard_negatives]
-    probe = chosen[args.originals + args.hard_negatives:]
+    negatives = chosen[args.originals : args.originals + args.hard_negatives]
+    probe = chosen[args.originals + args.hard_negatives :]
 
     out("# dedup-pg quality on real Chinese news (sina2018)")
     out()
-    out(f"Run {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, `python bench/quality.py "
+    out(
+        f"Run {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, `python bench/quality.py "
         f"--originals {args.originals} --copies {args.copies} --seed {args.seed}` "
         f"(hard negatives {args.hard_negatives}, workers {args.workers}), engine at commit "
-        f"{engine_revision()}.")
-    out(f"Data: {DATA} (read in place). sina2018 has {len(articles):,} articles; "
+        f"{engine_revision()}."
+    )
+    out(
+        f"Data: {DATA} (read in place). sina2018 has {len(articles):,} articles; "
         f"{len(pool):,} are distinct (excluded: "
-        + ", ".join(f"{why} {n}" for why, n in excluded.items()) + ").")
-    out("Bars: recall (found = duplicate verdict matching the original) >= 95% per copy type; "
-        "false-duplicate rate <= 0.2% on distinct articles. deleted_fifth is informative.")
+        + ", ".join(f"{why} {n}" for why, n in excluded.items())
+        + ")."
+    )
+    out(
+        "Bars: recall (found = duplicate verdict matching the original) >= 95% per copy type; "
+        "false-duplicate rate <= 0.2% on distinct articles. deleted_fifth is informative."
+    )
 
     by_id: dict[str, dict] = {}
     clock = Clock()
@@ -539,13 +648,21 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(tempfile.mkdtemp(prefix="dedup-quality-"))
     try:
         dd = Deduper(home=home / "main")
-        settings = dd.conn.execute("SELECT name, value FROM dedup_settings ORDER BY name").fetchall()
+        settings = dd.conn.execute(
+            "SELECT name, value FROM dedup_settings ORDER BY name"
+        ).fetchall()
 
         # 1. distinct originals
         items = []
         for a in originals:
-            item = {"id": a["id"], "title": a["title"], "body": a["body"], "source": "sina",
-                    "url": f"https://news.sina.com.cn/{a['id']}.shtml", "seen_at": clock()}
+            item = {
+                "id": a["id"],
+                "title": a["title"],
+                "body": a["body"],
+                "source": "sina",
+                "url": f"https://news.sina.com.cn/{a['id']}.shtml",
+                "seen_at": clock(),
+            }
             items.append(item)
             by_id[a["id"]] = item
         verdicts, secs = run_group(dd, items, args.workers)
@@ -554,43 +671,81 @@ def main(argv: list[str] | None = None) -> int:
         # 2. hard negatives: distinct articles in one shared site template
         items = []
         for a in negatives:
-            item = {"id": a["id"] + TEMPLATE_SUFFIX, "title": a["title"], "body": wrap_in_template(a),
-                    "source": "huaxia", "url": f"https://www.huaxiazixun.example.com/{a['id']}.html",
-                    "seen_at": clock()}
+            item = {
+                "id": a["id"] + TEMPLATE_SUFFIX,
+                "title": a["title"],
+                "body": wrap_in_template(a),
+                "source": "huaxia",
+                "url": f"https://www.huaxiazixun.example.com/{a['id']}.html",
+                "seen_at": clock(),
+            }
             items.append(item)
             by_id[item["id"]] = item
         verdicts, secs = run_group(dd, items, args.workers)
-        rows.append(Row("hard negatives (shared template)", items, verdicts, secs, None, "false_dup"))
+        rows.append(
+            Row("hard negatives (shared template)", items, verdicts, secs, None, "false_dup")
+        )
 
         # 3. copies, each type on its own seeded sample of originals. Only
         # stored originals are sampled: one judged a (false) duplicate is not
         # stored, so no copy could match its id; that error is counted above.
-        stored = [a for a, v in zip(originals, rows[0].verdicts, strict=True) if v.verdict != "duplicate"]
+        stored = [
+            a for a, v in zip(originals, rows[0].verdicts, strict=True) if v.verdict != "duplicate"
+        ]
         for k, kind in enumerate(COPY_TYPES):
             trng = random.Random(f"{args.seed}:{kind}")
             sample = trng.sample(stored, min(args.copies, len(stored)))
             items, expect = [], {}
             for i, a in enumerate(sample):
                 title, body = MAKERS[kind](by_id[a["id"]], trng)
-                item = {"id": f"{a['id']}~{kind}", "title": title, "body": body,
-                        "source": f"repost-{k}", "url": f"https://repost{k}.example.com/{kind}/{i}.html",
-                        "seen_at": clock()}
+                item = {
+                    "id": f"{a['id']}~{kind}",
+                    "title": title,
+                    "body": body,
+                    "source": f"repost-{k}",
+                    "url": f"https://repost{k}.example.com/{kind}/{i}.html",
+                    "seen_at": clock(),
+                }
                 items.append(item)
                 by_id[item["id"]] = item
                 expect[item["id"]] = a["id"]
             verdicts, secs = run_group(dd, items, args.workers)
-            rows.append(Row(f"copy: {kind}", items, verdicts, secs, expect,
-                            "info" if kind in INFORMATIVE else "recall"))
+            rows.append(
+                Row(
+                    f"copy: {kind}",
+                    items,
+                    verdicts,
+                    secs,
+                    expect,
+                    "info" if kind in INFORMATIVE else "recall",
+                )
+            )
         main_rows = len(rows)
 
         # 4. recrawl pairs, in a separate fresh database
         pairs = read_jsonl(DATA / "pairs" / "sina2018_recrawl.jsonl")
         dd2 = Deduper(home=home / "recrawl")
         rclock = Clock()
-        a_items = [{"id": f"recrawl-{i}-a", "title": p.get("title"), "body": p["a"],
-                    "source": "sina-clean", "seen_at": rclock()} for i, p in enumerate(pairs)]
-        b_items = [{"id": f"recrawl-{i}-b", "title": None, "body": p["b"],
-                    "source": "sina-raw", "seen_at": rclock()} for i, p in enumerate(pairs)]
+        a_items = [
+            {
+                "id": f"recrawl-{i}-a",
+                "title": p.get("title"),
+                "body": p["a"],
+                "source": "sina-clean",
+                "seen_at": rclock(),
+            }
+            for i, p in enumerate(pairs)
+        ]
+        b_items = [
+            {
+                "id": f"recrawl-{i}-b",
+                "title": None,
+                "body": p["b"],
+                "source": "sina-raw",
+                "seen_at": rclock(),
+            }
+            for i, p in enumerate(pairs)
+        ]
         for item in a_items + b_items:
             by_id[item["id"]] = item
         a_verdicts, secs = run_group(dd2, a_items, args.workers)
@@ -609,42 +764,68 @@ def main(argv: list[str] | None = None) -> int:
         if probe:
             dd3 = Deduper(home=home / "probe")
             pclock = Clock()
-            short_page = {"id": "short-gallery-page" + TEMPLATE_SUFFIX, "title": "图集：进博会场馆夜景",
-                          "body": wrap_in_template({"body": SHORT_PAGE_BODY}), "seen_at": pclock()}
+            short_page = {
+                "id": "short-gallery-page" + TEMPLATE_SUFFIX,
+                "title": "图集：进博会场馆夜景",
+                "body": wrap_in_template({"body": SHORT_PAGE_BODY}),
+                "seen_at": pclock(),
+            }
             by_id[short_page["id"]] = short_page
             list(dd3.ingest_many([short_page]))
             items = []
             for a in probe:
-                item = {"id": a["id"] + TEMPLATE_SUFFIX + "2", "title": a["title"],
-                        "body": wrap_in_template(a), "seen_at": pclock()}
+                item = {
+                    "id": a["id"] + TEMPLATE_SUFFIX + "2",
+                    "title": a["title"],
+                    "body": wrap_in_template(a),
+                    "seen_at": pclock(),
+                }
                 items.append(item)
                 by_id[item["id"]] = item
             verdicts, secs = run_group(dd3, items, args.workers)
-            rows.append(Row("probe: template pages after one short page", items, verdicts, secs, None,
-                            "false_dup"))
+            rows.append(
+                Row(
+                    "probe: template pages after one short page",
+                    items,
+                    verdicts,
+                    secs,
+                    None,
+                    "false_dup",
+                )
+            )
             dd3.close()
 
         out()
         out("## Results")
         out()
-        out("found: share of copies with verdict duplicate AND matched_id = its original. "
+        out(
+            "found: share of copies with verdict duplicate AND matched_id = its original. "
             "Layer columns count verdicts by the layer that decided them (e = exact, s = simhash, "
-            "c = containment). seconds include starting the fingerprinting worker processes.")
-        out("Parts 1-3 share one fresh database (originals first, then hard negatives, then copies "
+            "c = containment). seconds include starting the fingerprinting worker processes."
+        )
+        out(
+            "Parts 1-3 share one fresh database (originals first, then hard negatives, then copies "
             "type by type); part 4 (recrawl) uses a second fresh database, part 5 (probe: one short "
-            "page in the site template, then distinct template pages) a third.")
+            "page in the site template, then distinct template pages) a third."
+        )
         out()
         for line in table(rows):
             out(line)
         copies_total = sum(r.n for r in rows[2:main_rows])
         out()
-        out(f"Totals: {sum(r.n for r in rows):,} documents in {sum(r.seconds for r in rows):.1f} s of "
-            f"ingest; copies {copies_total:,}.")
+        out(
+            f"Totals: {sum(r.n for r in rows):,} documents in {sum(r.seconds for r in rows):.1f} s of "
+            f"ingest; copies {copies_total:,}."
+        )
         dup_a = [v for v in a_verdicts if v.verdict != "new"]
         if dup_a:
-            out("Recrawl clean copies not 'new' (another clean copy in the file is the same text or "
+            out(
+                "Recrawl clean copies not 'new' (another clean copy in the file is the same text or "
                 "the same story): "
-                + "; ".join(f"`{v.id}` {v.verdict} via {v.layer} of `{v.matched_id}`" for v in dup_a[:5]))
+                + "; ".join(
+                    f"`{v.id}` {v.verdict} via {v.layer} of `{v.matched_id}`" for v in dup_a[:5]
+                )
+            )
 
         out()
         out("## Settings in force")
@@ -667,8 +848,12 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows:
             if row.expect is not None and row.found() < row.n:
                 any_missed = True
-                show_missed(dd if not row.group.startswith("recrawl") else dd2, row, by_id,
-                            min(args.examples, 5))
+                show_missed(
+                    dd if not row.group.startswith("recrawl") else dd2,
+                    row,
+                    by_id,
+                    min(args.examples, 5),
+                )
         if not any_missed:
             out("\nnone")
 
@@ -679,9 +864,11 @@ def main(argv: list[str] | None = None) -> int:
         out("All bars met." if not failed else "Below the bar: " + ", ".join(failed) + ".")
         for row in rows:
             if row.expect is None and row.bar == "false_dup" and row.count("new") < row.n:
-                out(f"- `{row.group}`: {row.n - row.count('new')} of {row.n} distinct articles were not "
+                out(
+                    f"- `{row.group}`: {row.n - row.count('new')} of {row.n} distinct articles were not "
                     f"'new' ({row.count('duplicate')} duplicate, {row.count('review')} review); "
-                    "review is outside the bar but each one is queued for a person.")
+                    "review is outside the bar but each one is queued for a person."
+                )
         out(f"\nTotal run time {time.perf_counter() - t0:.0f} s.")
         dd.close()
         dd2.close()

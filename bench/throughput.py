@@ -138,7 +138,11 @@ def build_stream(articles: list[dict], rng: random.Random) -> tuple[list[dict], 
     """Articles plus reposts, each repost after its original. Returns (docs, kinds)."""
     n = len(articles)
     keyed: list[tuple[float, str, dict]] = [
-        (float(i), "original", {"id": a["id"], "title": a["title"], "body": a["body"], "source": "sina2018"})
+        (
+            float(i),
+            "original",
+            {"id": a["id"], "title": a["title"], "body": a["body"], "source": "sina2018"},
+        )
         for i, a in enumerate(articles)
     ]
     picks = rng.sample(range(n), round(REPOST_SHARE * n))
@@ -151,7 +155,12 @@ def build_stream(articles: list[dict], rng: random.Random) -> tuple[list[dict], 
             body = a["body"].rstrip() + "\n\n" + BANNERS[(j // 3) % len(BANNERS)]
         else:
             body = shuffle_sentences(a["body"], rng)
-        doc = {"id": f"{a['id']}#repost-{kind}", "title": a["title"], "body": body, "source": "bench-repost"}
+        doc = {
+            "id": f"{a['id']}#repost-{kind}",
+            "title": a["title"],
+            "body": body,
+            "source": "bench-repost",
+        }
         keyed.append((rng.uniform(i + 0.5, n + 0.5), kind, doc))
     keyed.sort(key=lambda t: t[0])
     return [d for _, _, d in keyed], [k for _, k, _ in keyed]
@@ -232,13 +241,15 @@ def stage_times(docs: list[dict], repeats: int) -> dict[str, float]:
     keys = [b.key if t is None else f"{t.key}\n{b.key}" for b, t in normed]
     out["tokenize (rjieba.cut)"] = best(rjieba.cut, texts)
     out["SimHash incl. segmentation (TERMS.weights + simhash_arrays)"] = best(
-        lambda t: simhash_arrays(*TERMS.weights(t)), texts)
+        lambda t: simhash_arrays(*TERMS.weights(t)), texts
+    )
     out["SHA-1 of the exact key"] = best(lambda k: hashlib.sha1(k.encode("utf-8")).digest(), keys)
     out[CONTAINMENT] = best(lambda bt: containment_hashes(bt[0]), normed)
     out["fingerprint() whole"] = best(lambda d: fingerprint(d["body"], d["title"], options), docs)
-    batches = [docs[i:i + 500] for i in range(0, n, 500)]
+    batches = [docs[i : i + 500] for i in range(0, n, 500)]
     out["prepare_batch() (validation + fingerprint + row)"] = best(
-        lambda b: prepare_batch(b, options=options, max_chars=1_000_000), batches)
+        lambda b: prepare_batch(b, options=options, max_chars=1_000_000), batches
+    )
     return out
 
 
@@ -253,12 +264,20 @@ def jieba_compare(docs: list[dict], repeats: int, count: int = 500) -> dict[str,
     texts = []
     for d in docs[:count]:
         body = normalize(d["body"], options)
-        texts.append(f"{normalize(d['title'], options).text}\n{body.text}" if d["title"] else body.text)
+        texts.append(
+            f"{normalize(d['title'], options).text}\n{body.text}" if d["title"] else body.text
+        )
     py = min(timed_pass(jieba.lcut, texts) for _ in range(repeats)) / len(texts)
     rs = min(timed_pass(rjieba.cut, texts) for _ in range(repeats)) / len(texts)
     same = sum(jieba.lcut(t) == rjieba.cut(t) for t in texts)
-    return {"n": len(texts), "init_s": init, "jieba_ms": py * 1e3, "rjieba_ms": rs * 1e3,
-            "identical": same, "chars": sum(map(len, texts)) / len(texts)}
+    return {
+        "n": len(texts),
+        "init_s": init,
+        "jieba_ms": py * 1e3,
+        "rjieba_ms": rs * 1e3,
+        "identical": same,
+        "chars": sum(map(len, texts)) / len(texts),
+    }
 
 
 def run_ingest(docs: list[dict], batch_size: int, workers: int) -> tuple[FreshDB, dict]:
@@ -278,8 +297,12 @@ def run_ingest(docs: list[dict], batch_size: int, workers: int) -> tuple[FreshDB
     # waits for the pipeline to fill)
     batch_walls = [b[0] - a[0] for a, b in zip(snaps, snaps[1:], strict=False)]
     return db, {
-        "workers": workers, "wall": wall, "rate": len(docs) / wall, "startup": db.startup,
-        "sql_per_doc": dd.times.sql / dd.times.documents, "prepare_per_doc": dd.times.prepare / dd.times.documents,
+        "workers": workers,
+        "wall": wall,
+        "rate": len(docs) / wall,
+        "startup": db.startup,
+        "sql_per_doc": dd.times.sql / dd.times.documents,
+        "prepare_per_doc": dd.times.prepare / dd.times.documents,
         "first_batch_s": snaps[0][0],
         "batch_wall_p50": statistics.median(batch_walls) if batch_walls else float("nan"),
         "verdicts": [verdict_label(v) for v in verdicts],
@@ -289,8 +312,10 @@ def run_ingest(docs: list[dict], batch_size: int, workers: int) -> tuple[FreshDB
 def run_direct_sql(docs: list[dict], batch_size: int) -> dict:
     with FreshDB(batch_size) as db:
         dd = db.dd
-        prepared = [prepare_batch(docs[i:i + batch_size], options=dd.options, max_chars=dd.max_chars)
-                    for i in range(0, len(docs), batch_size)]
+        prepared = [
+            prepare_batch(docs[i : i + batch_size], options=dd.options, max_chars=dd.max_chars)
+            for i in range(0, len(docs), batch_size)
+        ]
         errors = sum(len(p.errors) for p in prepared)
         encode = timed_pass(lambda p: json.dumps(p.rows), prepared)
         labels: list[str] = []
@@ -299,34 +324,47 @@ def run_direct_sql(docs: list[dict], batch_size: int) -> dict:
             dd._ensure_partitions(p.rows)
             started = time.perf_counter()
             with dd.conn.transaction():
-                rows = dd.conn.execute("SELECT * FROM dedup_ingest(%s, false)", [Jsonb(p.rows)]).fetchall()
+                rows = dd.conn.execute(
+                    "SELECT * FROM dedup_ingest(%s, false)", [Jsonb(p.rows)]
+                ).fetchall()
             per_batch.append((len(p.rows), time.perf_counter() - started))
             by_pos = {r[0]: (f"{r[1]}/{r[2]}" if r[2] else r[1]) for r in rows}
             labels.extend(by_pos.get(i, "error") for i in range(p.size))
         stats = dd.conn.execute(
             f"SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM {PIECE_TABLE}),"
-            " pg_size_pretty(pg_database_size(current_database()))").fetchone()
+            " pg_size_pretty(pg_database_size(current_database()))"
+        ).fetchone()
     total = sum(s for _, s in per_batch)
     q = max(1, len(per_batch) // 4)
     first, last = per_batch[:q], per_batch[-q:]
     return {
-        "per_doc": total / len(docs), "total": total, "errors": errors,
+        "per_doc": total / len(docs),
+        "total": total,
+        "errors": errors,
         "encode_per_doc": encode / len(docs),
         "first_q_per_doc": sum(s for _, s in first) / sum(n for n, _ in first),
         "last_q_per_doc": sum(s for _, s in last) / sum(n for n, _ in last),
-        "batch_p50": statistics.median(s for _, s in per_batch), "batch_max": max(s for _, s in per_batch),
-        "verdicts": labels, "documents": stats[0], "sentences": stats[1], "db_size": stats[2],
+        "batch_p50": statistics.median(s for _, s in per_batch),
+        "batch_max": max(s for _, s in per_batch),
+        "verdicts": labels,
+        "documents": stats[0],
+        "sentences": stats[1],
+        "db_size": stats[2],
     }
 
 
 def latency(dd: Deduper, articles: list[dict], rng: random.Random, per_group: int = 100) -> dict:
     fresh = [d for d in read_jsonl(DATA / "thucnews_cnews.jsonl") if d.get("body")]
     stored = rng.sample(articles, 2 * per_group)
-    calls = ([("stored, with title", a["body"], a["title"]) for a in stored[:per_group]]
-             + [("stored, body only", a["body"], None) for a in stored[per_group:]]
-             + [("never stored", d["body"], None) for d in rng.sample(fresh, per_group)])
+    calls = (
+        [("stored, with title", a["body"], a["title"]) for a in stored[:per_group]]
+        + [("stored, body only", a["body"], None) for a in stored[per_group:]]
+        + [("never stored", d["body"], None) for d in rng.sample(fresh, per_group)]
+    )
     rng.shuffle(calls)
-    dd.is_duplicate("预热：第一次调用不计时。这是一段用来预热连接的文字。")  # warm the connection/plan
+    dd.is_duplicate(
+        "预热：第一次调用不计时。这是一段用来预热连接的文字。"
+    )  # warm the connection/plan
     times: dict[str, list[float]] = collections.defaultdict(list)
     outcome: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for group, text, title in calls:
@@ -335,8 +373,12 @@ def latency(dd: Deduper, articles: list[dict], rng: random.Random, per_group: in
         times[group].append(time.perf_counter() - started)
         outcome[group][verdict_label(v)] += 1
     every = [t for ts in times.values() for t in ts]
-    return {"all": (pct(every, 0.5), pct(every, 0.95), len(every)),
-            "groups": {g: (pct(ts, 0.5), pct(ts, 0.95), len(ts), dict(outcome[g])) for g, ts in times.items()}}
+    return {
+        "all": (pct(every, 0.5), pct(every, 0.95), len(every)),
+        "groups": {
+            g: (pct(ts, 0.5), pct(ts, 0.95), len(ts), dict(outcome[g])) for g, ts in times.items()
+        },
+    }
 
 
 def machine(dd: Deduper) -> dict[str, str]:
@@ -349,8 +391,12 @@ def machine(dd: Deduper) -> dict[str, str]:
     except OSError:
         pass
     try:
-        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                                capture_output=True, text=True, check=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         commit = "?"
     import numpy
@@ -377,8 +423,10 @@ def _version(name: str) -> str:
 
 # -- report --------------------------------------------------------------------
 def verdict_table(kinds: list[str], runs: dict[str, list[str]]) -> list[str]:
-    labels = sorted({lab for v in runs.values() for lab in v},
-                    key=lambda s: (["new", "duplicate", "review", "error"].index(s.split("/")[0]), s))
+    labels = sorted(
+        {lab for v in runs.values() for lab in v},
+        key=lambda s: (["new", "duplicate", "review", "error"].index(s.split("/")[0]), s),
+    )
     ref_name, ref = next(iter(runs.items()))
     order = ["original", "exact", "banner", "shuffle"]
     lines = ["| input | count | " + " | ".join(labels) + " |", "|---|---:|" + "---:|" * len(labels)]
@@ -386,25 +434,37 @@ def verdict_table(kinds: list[str], runs: dict[str, list[str]]) -> list[str]:
         idx = [i for i, k in enumerate(kinds) if kind in ("all", k)]
         c = collections.Counter(ref[i] for i in idx)
         name = f"**{kind}**" if kind == "all" else kind
-        lines.append(f"| {name} | {len(idx)} | " + " | ".join(str(c.get(lab, 0)) for lab in labels) + " |")
+        lines.append(
+            f"| {name} | {len(idx)} | " + " | ".join(str(c.get(lab, 0)) for lab in labels) + " |"
+        )
     same = [name for name, v in runs.items() if v == ref]
     differ = [name for name, v in runs.items() if v != ref]
     lines.append("")
-    lines.append(f"Counts from {ref_name}. Verdict for every item identical in: {', '.join(same)}"
-                 + (f"; DIFFERENT in: {', '.join(differ)}" if differ else "") + ".")
+    lines.append(
+        f"Counts from {ref_name}. Verdict for every item identical in: {', '.join(same)}"
+        + (f"; DIFFERENT in: {', '.join(differ)}" if differ else "")
+        + "."
+    )
     for name in differ:
         diff = sum(a != b for a, b in zip(ref, runs[name], strict=True))
-        lines.append(f"- {name}: {diff} items differ, counts "
-                     f"{dict(collections.Counter(runs[name]))}")
+        lines.append(
+            f"- {name}: {diff} items differ, counts {dict(collections.Counter(runs[name]))}"
+        )
     return lines
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--limit", type=int, default=None, help="articles to read (default: all 11,377)")
+    ap.add_argument(
+        "--limit", type=int, default=None, help="articles to read (default: all 11,377)"
+    )
     ap.add_argument("--batch-size", type=int, default=500)
-    ap.add_argument("--repeats", type=int, default=2,
-                    help="ingest runs per configuration and timing passes per stage (default 2)")
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=2,
+        help="ingest runs per configuration and timing passes per stage (default 2)",
+    )
     ap.add_argument("--output", type=Path, default=RESULTS)
     args = ap.parse_args()
     t_start = time.perf_counter()
@@ -445,79 +505,143 @@ def main() -> None:
     ms = lambda s: f"{s * 1e3:.3f}"  # noqa: E731
     B = args.batch_size
     out = [f"## Ingest throughput ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC)", ""]
-    flags = "".join(f" --{name} {value}" for name, value, default in
-                    (("limit", args.limit, None), ("batch-size", B, 500), ("repeats", args.repeats, 2))
-                    if value != default)
+    flags = "".join(
+        f" --{name} {value}"
+        for name, value, default in (
+            ("limit", args.limit, None),
+            ("batch-size", B, 500),
+            ("repeats", args.repeats, 2),
+        )
+        if value != default
+    )
     out.append(f"`python bench/throughput.py{flags}` — total runtime {total:.0f} s.")
     out.append("")
-    out.append(f"Input: {len(articles):,} sina2018 articles (avg {sum(len(a['body']) for a in articles) / len(articles):,.0f}"
-               f" body chars) + {len(docs) - len(articles):,} generated reposts "
-               f"({kind_counts['exact']} exact, {kind_counts['banner']} banner appended, "
-               f"{kind_counts['shuffle']} sentences shuffled) = **{len(docs):,} documents**, batch size {B}.")
-    out += ["", "### Machine", "", "| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in facts.items()]
-    out += ["", f"### End to end: `dd.ingest_many(docs, batch_size={B}, workers=W)`", "",
-            f"Every run into its own fresh embedded database ({args.repeats} runs per configuration, "
-            "interleaved); rate = documents / wall time of consuming the verdict iterator (server start-up "
-            "+ migration excluded, shown apart).", "",
-            "| run | docs/s | wall s | SQL ms/doc (`times.sql`) | prepare ms/doc (`times.prepare`) "
-            "| 1st batch s | median later batch s | DB start+migrate s |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    out.append(
+        f"Input: {len(articles):,} sina2018 articles (avg {sum(len(a['body']) for a in articles) / len(articles):,.0f}"
+        f" body chars) + {len(docs) - len(articles):,} generated reposts "
+        f"({kind_counts['exact']} exact, {kind_counts['banner']} banner appended, "
+        f"{kind_counts['shuffle']} sentences shuffled) = **{len(docs):,} documents**, batch size {B}."
+    )
+    out += ["", "### Machine", "", "| | |", "|---|---|"] + [
+        f"| {k} | {v} |" for k, v in facts.items()
+    ]
+    out += [
+        "",
+        f"### End to end: `dd.ingest_many(docs, batch_size={B}, workers=W)`",
+        "",
+        f"Every run into its own fresh embedded database ({args.repeats} runs per configuration, "
+        "interleaved); rate = documents / wall time of consuming the verdict iterator (server start-up "
+        "+ migration excluded, shown apart).",
+        "",
+        "| run | docs/s | wall s | SQL ms/doc (`times.sql`) | prepare ms/doc (`times.prepare`) "
+        "| 1st batch s | median later batch s | DB start+migrate s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, r in runs.items():
-        out.append(f"| {name} | **{r['rate']:.0f}** | {r['wall']:.1f} | {ms(r['sql_per_doc'])} | "
-                   f"{ms(r['prepare_per_doc'])} | {r['first_batch_s']:.2f} | {r['batch_wall_p50']:.2f} | "
-                   f"{r['startup']:.1f} |")
+        out.append(
+            f"| {name} | **{r['rate']:.0f}** | {r['wall']:.1f} | {ms(r['sql_per_doc'])} | "
+            f"{ms(r['prepare_per_doc'])} | {r['first_batch_s']:.2f} | {r['batch_wall_p50']:.2f} | "
+            f"{r['startup']:.1f} |"
+        )
     out.append("")
     for workers in (0, 2):
         rates = [r["rate"] for r in runs.values() if r["workers"] == workers]
-        out.append(f"- workers={workers}: best **{max(rates):.0f} docs/s**, median {statistics.median(rates):.0f} "
-                   f"docs/s over {len(rates)} runs")
-    out += ["", "`times.prepare` is the fingerprinting time summed over batches wherever it ran (prefetch "
-            "thread or worker processes), so it overlaps the SQL time.", ""]
-    out += ["### Per stage, per document", "",
-            f"Library functions timed directly in one process over the same {len(docs):,} documents, "
-            f"fastest of {args.repeats} passes per stage, **after a warm-up pass** of `fingerprint()` over all of them (term table "
-            "`TERMS` filled, rjieba dictionary loaded). SQL from the ingest runs and from a direct, "
-            "separately timed `SELECT * FROM dedup_ingest(%s, false)` per pre-built batch "
-            "(a separate fresh database, partitions created beforehand).", "",
-            "| stage | ms/doc |", "|---|---:|"]
+        out.append(
+            f"- workers={workers}: best **{max(rates):.0f} docs/s**, median {statistics.median(rates):.0f} "
+            f"docs/s over {len(rates)} runs"
+        )
+    out += [
+        "",
+        "`times.prepare` is the fingerprinting time summed over batches wherever it ran (prefetch "
+        "thread or worker processes), so it overlaps the SQL time.",
+        "",
+    ]
+    out += [
+        "### Per stage, per document",
+        "",
+        f"Library functions timed directly in one process over the same {len(docs):,} documents, "
+        f"fastest of {args.repeats} passes per stage, **after a warm-up pass** of `fingerprint()` over all of them (term table "
+        "`TERMS` filled, rjieba dictionary loaded). SQL from the ingest runs and from a direct, "
+        "separately timed `SELECT * FROM dedup_ingest(%s, false)` per pre-built batch "
+        "(a separate fresh database, partitions created beforehand).",
+        "",
+        "| stage | ms/doc |",
+        "|---|---:|",
+    ]
     seg = stages["tokenize (rjieba.cut)"]
     for name, v in stages.items():
         out.append(f"| {name} | {ms(v)} |")
         if name.startswith("SimHash"):
             out.append(f"| &nbsp;&nbsp;SimHash only (above minus tokenize) | {ms(v - seg)} |")
-    parts = (stages["normalize (body + title)"] + stages["SimHash incl. segmentation (TERMS.weights + simhash_arrays)"]
-             + stages["SHA-1 of the exact key"] + stages[CONTAINMENT])
-    out.append(f"| &nbsp;&nbsp;sum of normalize + SimHash incl. segm. + SHA-1 + containment hashes | {ms(parts)} |")
-    out.append(f"| SQL, direct `dedup_ingest` (batch of {B}, in a transaction) | {ms(direct['per_doc'])} |")
-    out.append(f"| &nbsp;&nbsp;first quarter of batches / last quarter | {ms(direct['first_q_per_doc'])} / "
-               f"{ms(direct['last_q_per_doc'])} |")
-    out.append(f"| &nbsp;&nbsp;`json.dumps` of the payload alone (client side) | {ms(direct['encode_per_doc'])} |")
+    parts = (
+        stages["normalize (body + title)"]
+        + stages["SimHash incl. segmentation (TERMS.weights + simhash_arrays)"]
+        + stages["SHA-1 of the exact key"]
+        + stages[CONTAINMENT]
+    )
+    out.append(
+        f"| &nbsp;&nbsp;sum of normalize + SimHash incl. segm. + SHA-1 + containment hashes | {ms(parts)} |"
+    )
+    out.append(
+        f"| SQL, direct `dedup_ingest` (batch of {B}, in a transaction) | {ms(direct['per_doc'])} |"
+    )
+    out.append(
+        f"| &nbsp;&nbsp;first quarter of batches / last quarter | {ms(direct['first_q_per_doc'])} / "
+        f"{ms(direct['last_q_per_doc'])} |"
+    )
+    out.append(
+        f"| &nbsp;&nbsp;`json.dumps` of the payload alone (client side) | {ms(direct['encode_per_doc'])} |"
+    )
     for name, r in runs.items():
-        out.append(f"| SQL, `dd.times.sql / dd.times.documents` ({name}) | {ms(r['sql_per_doc'])} |")
+        out.append(
+            f"| SQL, `dd.times.sql / dd.times.documents` ({name}) | {ms(r['sql_per_doc'])} |"
+        )
     out.append("")
-    out.append(f"Direct SQL: median batch {direct['batch_p50']:.2f} s, slowest {direct['batch_max']:.2f} s; "
-               f"afterwards {direct['documents']:,} documents, {direct['sentences']:,} rows in {PIECE_TABLE}, "
-               f"database {direct['db_size']}. Items rejected by prepare_batch: {direct['errors']}.")
-    out += ["", "### Segmentation: pure-Python jieba vs rjieba", "",
-            f"{jb['n']} articles (normalized title + body, avg {jb['chars']:,.0f} chars), fastest of "
-            f"{args.repeats} passes; jieba's dictionary load ({jb['init_s']:.1f} s) not timed.", "",
-            "| segmenter | ms/article |", "|---|---:|",
-            f"| `jieba.lcut` (pure Python) | {jb['jieba_ms']:.2f} |",
-            f"| `rjieba.cut` | {jb['rjieba_ms']:.2f} |", "",
-            f"Speed-up {jb['jieba_ms'] / jb['rjieba_ms']:.1f}x; identical token lists for "
-            f"{jb['identical']}/{jb['n']} articles."]
+    out.append(
+        f"Direct SQL: median batch {direct['batch_p50']:.2f} s, slowest {direct['batch_max']:.2f} s; "
+        f"afterwards {direct['documents']:,} documents, {direct['sentences']:,} rows in {PIECE_TABLE}, "
+        f"database {direct['db_size']}. Items rejected by prepare_batch: {direct['errors']}."
+    )
+    out += [
+        "",
+        "### Segmentation: pure-Python jieba vs rjieba",
+        "",
+        f"{jb['n']} articles (normalized title + body, avg {jb['chars']:,.0f} chars), fastest of "
+        f"{args.repeats} passes; jieba's dictionary load ({jb['init_s']:.1f} s) not timed.",
+        "",
+        "| segmenter | ms/article |",
+        "|---|---:|",
+        f"| `jieba.lcut` (pure Python) | {jb['jieba_ms']:.2f} |",
+        f"| `rjieba.cut` | {jb['rjieba_ms']:.2f} |",
+        "",
+        f"Speed-up {jb['jieba_ms'] / jb['rjieba_ms']:.1f}x; identical token lists for "
+        f"{jb['identical']}/{jb['n']} articles.",
+    ]
     out += ["", "### Verdicts", ""]
-    out += verdict_table(kinds, {**{n: r["verdicts"] for n, r in runs.items()}, "direct SQL": direct["verdicts"]})
+    out += verdict_table(
+        kinds, {**{n: r["verdicts"] for n, r in runs.items()}, "direct SQL": direct["verdicts"]}
+    )
     if lat is not None:
-        out += ["", "### Read-only check latency: `dd.is_duplicate(text)` after the load (database of workers=0 run 1)", "",
-                "| texts | calls | p50 ms | p95 ms | verdicts |", "|---|---:|---:|---:|---|"]
+        out += [
+            "",
+            "### Read-only check latency: `dd.is_duplicate(text)` after the load (database of workers=0 run 1)",
+            "",
+            "| texts | calls | p50 ms | p95 ms | verdicts |",
+            "|---|---:|---:|---:|---|",
+        ]
         p50, p95, n = lat["all"]
         out.append(f"| **all** | {n} | {p50 * 1e3:.2f} | {p95 * 1e3:.2f} | |")
         for g, (a, b, n, o) in lat["groups"].items():
-            out.append(f"| {g} | {n} | {a * 1e3:.2f} | {b * 1e3:.2f} | "
-                       + ", ".join(f"{k}: {v}" for k, v in sorted(o.items())) + " |")
-        out += ["", "One warm-up call first (not timed). \"Never stored\" texts are THUCNews articles; "
-                "\"body only\" omits the stored title, so the exact layer cannot match them."]
+            out.append(
+                f"| {g} | {n} | {a * 1e3:.2f} | {b * 1e3:.2f} | "
+                + ", ".join(f"{k}: {v}" for k, v in sorted(o.items()))
+                + " |"
+            )
+        out += [
+            "",
+            'One warm-up call first (not timed). "Never stored" texts are THUCNews articles; '
+            '"body only" omits the stored title, so the exact layer cannot match them.',
+        ]
     text = "\n".join(out) + "\n"
     print(text)
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -29,10 +29,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _database_options(func: F) -> F:
     """--dsn / --home, shared by every command that talks to the database."""
 
-    @click.option("--dsn", envvar="DEDUP_PG_DSN", show_envvar=True,
-                  help="PostgreSQL (>= 15, with pgvector) to use. Unset: the embedded server.")
-    @click.option("--home", envvar="DEDUP_PG_HOME", show_envvar=True, type=click.Path(file_okay=False),
-                  help="Folder of the embedded server (default: the per-user data folder).")
+    @click.option(
+        "--dsn",
+        envvar="DEDUP_PG_DSN",
+        show_envvar=True,
+        help="PostgreSQL (>= 15, with pgvector) to use. Unset: the embedded server.",
+    )
+    @click.option(
+        "--home",
+        envvar="DEDUP_PG_HOME",
+        show_envvar=True,
+        type=click.Path(file_okay=False),
+        help="Folder of the embedded server (default: the per-user data folder).",
+    )
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -75,27 +84,61 @@ def _read_jsonl(stream: IO[bytes]) -> Iterator[dict[str, Any] | InputError]:
 
 def _verdict_line(v: Verdict) -> str:
     return json.dumps(
-        {"id": v.id, "verdict": v.verdict, "layer": v.layer, "matched_id": v.matched_id,
-         "score": None if v.score is None else round(v.score, 4), "error": v.error,
-         "doc_id": v.doc_id, "matched_doc_id": v.matched_doc_id, "distance": v.distance,
-         "candidate_id": v.candidate_id},
+        {
+            "id": v.id,
+            "verdict": v.verdict,
+            "layer": v.layer,
+            "matched_id": v.matched_id,
+            "score": None if v.score is None else round(v.score, 4),
+            "error": v.error,
+            "doc_id": v.doc_id,
+            "matched_doc_id": v.matched_doc_id,
+            "distance": v.distance,
+            "candidate_id": v.candidate_id,
+        },
         ensure_ascii=False,
     )
 
 
 @main.command()
 @click.argument("file", type=click.File("rb"))
-@click.option("--out", "out", type=click.File("w", encoding="utf-8"),
-              help="Write one JSON verdict per input line here ('-' for stdout).")
-@click.option("--batch-size", default=DEFAULT_BATCH_SIZE, show_default=True, type=click.IntRange(1, 100_000),
-              envvar="DEDUP_PG_BATCH_SIZE", show_envvar=True, help="Documents per transaction.")
-@click.option("--workers", default=0, show_default=True, type=click.IntRange(0, 64),
-              envvar="DEDUP_PG_WORKERS", show_envvar=True,
-              help="Processes that fingerprint ahead of the database (0: one thread).")
-@click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
+@click.option(
+    "--out",
+    "out",
+    type=click.File("w", encoding="utf-8"),
+    help="Write one JSON verdict per input line here ('-' for stdout).",
+)
+@click.option(
+    "--batch-size",
+    default=DEFAULT_BATCH_SIZE,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    envvar="DEDUP_PG_BATCH_SIZE",
+    show_envvar=True,
+    help="Documents per transaction.",
+)
+@click.option(
+    "--workers",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 64),
+    envvar="DEDUP_PG_WORKERS",
+    show_envvar=True,
+    help="Processes that fingerprint ahead of the database (0: one thread).",
+)
+@click.option(
+    "--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)."
+)
 @_database_options
-def ingest(file: IO[bytes], out: IO[str] | None, batch_size: int, workers: int, progress: bool | None,
-           dsn: str | None, home: str | None) -> None:
+def ingest(
+    file: IO[bytes],
+    out: IO[str] | None,
+    batch_size: int,
+    workers: int,
+    progress: bool | None,
+    dsn: str | None,
+    home: str | None,
+) -> None:
     """Ingest JSONL documents from FILE ('-' for stdin).
 
     Each line: {"id", "title", "body", "url", "source", "seen_at", "published_at"};
@@ -108,7 +151,9 @@ def ingest(file: IO[bytes], out: IO[str] | None, batch_size: int, workers: int, 
 
         bar = tqdm(unit="doc", disable=not show, file=sys.stderr)
         for verdict in dd.ingest_many(_read_jsonl(file), workers=workers):
-            key = verdict.verdict if verdict.verdict != "duplicate" else f"duplicate/{verdict.layer}"
+            key = (
+                verdict.verdict if verdict.verdict != "duplicate" else f"duplicate/{verdict.layer}"
+            )
             counts[key] = counts.get(key, 0) + 1
             if out is not None:
                 out.write(_verdict_line(verdict) + "\n")
@@ -117,7 +162,9 @@ def ingest(file: IO[bytes], out: IO[str] | None, batch_size: int, workers: int, 
             bar.update(1)
         bar.close()
     total = sum(counts.values())
-    click.echo(f"{total} documents: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), err=True)
+    click.echo(
+        f"{total} documents: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), err=True
+    )
 
 
 @main.command()
@@ -144,12 +191,16 @@ def _describe(v: Verdict) -> str:
         return f"error: {v.error}"
     if v.verdict == "new":
         return "new"
-    detail = f"{v.layer}, score {v.score:.3f}" + (f", distance {v.distance}" if v.distance is not None else "")
+    detail = f"{v.layer}, score {v.score:.3f}" + (
+        f", distance {v.distance}" if v.distance is not None else ""
+    )
     return f"{v.verdict} of {v.matched_id or '-'} (doc_id {v.matched_doc_id}; {detail})"
 
 
 @main.command()
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
 @_database_options
 def stats(fmt: str, dsn: str | None, home: str | None) -> None:
     """Verdicts per day and source, and totals."""
@@ -158,10 +209,20 @@ def stats(fmt: str, dsn: str | None, home: str | None) -> None:
         names = [c.name for c in cur.description or []]
         rows = cur.fetchall()
         tcur = dd.conn.execute(queries()["totals"])
-        totals = dict(zip([c.name for c in tcur.description or []], tcur.fetchone() or (), strict=True))
+        totals = dict(
+            zip([c.name for c in tcur.description or []], tcur.fetchone() or (), strict=True)
+        )
     if fmt == "json":
-        click.echo(json.dumps({"totals": totals, "daily": [dict(zip(names, [str(r[0]), *r[1:]], strict=True)) for r in rows]},
-                              ensure_ascii=False, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "totals": totals,
+                    "daily": [dict(zip(names, [str(r[0]), *r[1:]], strict=True)) for r in rows],
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
         return
     click.echo("  ".join(f"{k} {v}" for k, v in totals.items()))
     click.echo(_table(names, [[str(r[0]), r[1] or "(none)", *r[2:]] for r in rows]))
@@ -170,7 +231,10 @@ def stats(fmt: str, dsn: str | None, home: str | None) -> None:
 def _table(header: list[str], rows: list[list[Any]]) -> str:
     cells = [header] + [[str(c) for c in row] for row in rows]
     widths = [max(_width(row[i]) for row in cells) for i in range(len(header))]
-    lines = ["  ".join(c + " " * (w - _width(c)) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines = [
+        "  ".join(c + " " * (w - _width(c)) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in cells
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -182,7 +246,11 @@ def _width(text: str) -> int:
 
 
 @main.command()
-@click.option("--keep", is_flag=True, help="Keep the demo database (printed at the end) instead of a fresh one.")
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep the demo database (printed at the end) instead of a fresh one.",
+)
 @_database_options
 def demo(keep: bool, dsn: str | None, home: str | None) -> None:
     """Ingest the bundled sample (articles and their reposts) and show the verdicts.
@@ -210,8 +278,10 @@ def demo(keep: bool, dsn: str | None, home: str | None) -> None:
                 what += f"  <- {titles.get(v.matched_id, '')[:24]}"
             click.echo(f"{'✓' if ok else '✗'} {doc['id']:<26} {what}")
         click.echo(f"\n{agree}/{len(docs)} verdicts as expected.")
-        click.echo("Look inside: SELECT doc_id, external_id, title FROM documents;  "
-                   "SELECT external_id, layer, score, matched_doc_id FROM duplicate_candidates;")
+        click.echo(
+            "Look inside: SELECT doc_id, external_id, title FROM documents;  "
+            "SELECT external_id, layer, score, matched_doc_id FROM duplicate_candidates;"
+        )
     if tmp is not None:
         if keep:
             click.echo(f"kept: dedup-pg psql --home {tmp}")
@@ -232,7 +302,9 @@ def settings() -> None:
 def settings_show(dsn: str | None, home: str | None) -> None:
     """List every setting with its value."""
     with _open(dsn, home) as dd:
-        rows = dd.conn.execute("SELECT name, value::text, description FROM dedup_settings ORDER BY name").fetchall()
+        rows = dd.conn.execute(
+            "SELECT name, value::text, description FROM dedup_settings ORDER BY name"
+        ).fetchall()
     click.echo(_table(["name", "value", "description"], [[r[0], r[1], r[2][:70]] for r in rows]))
 
 
@@ -270,8 +342,13 @@ def psql(psql_args: tuple[str, ...], dsn: str | None, home: str | None) -> None:
 
 
 @main.command()
-@click.option("--home", envvar="DEDUP_PG_HOME", show_envvar=True, type=click.Path(file_okay=False),
-              help="Folder of the embedded server (default: the per-user data folder).")
+@click.option(
+    "--home",
+    envvar="DEDUP_PG_HOME",
+    show_envvar=True,
+    type=click.Path(file_okay=False),
+    help="Folder of the embedded server (default: the per-user data folder).",
+)
 def stop(home: str | None) -> None:
     """Stop the embedded server (it is otherwise left running for the next command)."""
     click.echo("stopped" if database.stop_embedded(home) else "not running")

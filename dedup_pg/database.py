@@ -38,7 +38,9 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     return Path(value).expanduser().resolve() if value else default_home()
 
 
-def start_embedded(home: str | os.PathLike[str] | None = None, *, stop_on_exit: bool = False) -> str:
+def start_embedded(
+    home: str | os.PathLike[str] | None = None, *, stop_on_exit: bool = False
+) -> str:
     """Start (or reuse) the embedded server in ``home`` and return a DSN for its
     ``dedup`` database, creating the database on first use."""
     home_path = resolve_home(home)
@@ -54,10 +56,14 @@ def start_embedded(home: str | os.PathLike[str] | None = None, *, stop_on_exit: 
         except Exception as exc:  # the wheel raises bare subprocess/assert errors
             log = home_path / "pgdata" / "log"
             tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            raise DatabaseError(f"could not start embedded PostgreSQL in {home_path}: {exc}\n{tail}") from exc
+            raise DatabaseError(
+                f"could not start embedded PostgreSQL in {home_path}: {exc}\n{tail}"
+            ) from exc
     admin_dsn = server.get_uri()
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [EMBEDDED_DB]).fetchone()
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [EMBEDDED_DB]
+        ).fetchone()
         if not exists:
             with contextlib.suppress(psycopg.errors.DuplicateDatabase):
                 conn.execute(f'CREATE DATABASE "{EMBEDDED_DB}"')

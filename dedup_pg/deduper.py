@@ -156,9 +156,16 @@ class Deduper:
         for row in rows:
             pos = row[0]
             results[pos] = Verdict(
-                id=ids[pos], verdict=row[1], layer=row[2], doc_id=row[3],
-                matched_doc_id=row[4], matched_id=row[5], score=row[6], distance=row[7],
-                candidate_id=row[8], error=row[9] if len(row) > 9 else None,
+                id=ids[pos],
+                verdict=row[1],
+                layer=row[2],
+                doc_id=row[3],
+                matched_doc_id=row[4],
+                matched_id=row[5],
+                score=row[6],
+                distance=row[7],
+                candidate_id=row[8],
+                error=row[9] if len(row) > 9 else None,
             )
         self.times.prepare += prepared.seconds
         self.times.sql += time.perf_counter() - started
@@ -168,8 +175,9 @@ class Deduper:
             raise AssertionError(f"dedup_ingest returned no verdict for items {missing}")
         return results  # type: ignore[return-value]
 
-    def _call(self, payload: list[dict[str, Any]], errors: list[dict[str, Any]],
-              dry_run: bool) -> list[tuple[Any, ...]]:
+    def _call(
+        self, payload: list[dict[str, Any]], errors: list[dict[str, Any]], dry_run: bool
+    ) -> list[tuple[Any, ...]]:
         """One transaction: record input errors, then dedup_ingest over the batch.
 
         If the batch as a whole fails on the server (a value PostgreSQL rejects),
@@ -186,21 +194,27 @@ class Deduper:
                             cur.executemany(queries()["record_error"], errors)
                     if not payload:
                         return []
-                    return self.conn.execute(sql, {"items": Jsonb(payload), "dry_run": dry_run}).fetchall()
+                    return self.conn.execute(
+                        sql, {"items": Jsonb(payload), "dry_run": dry_run}
+                    ).fetchall()
             except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
                 if attempt == 2:
                     raise
                 time.sleep(0.05 * (attempt + 1))
-            except (psycopg.errors.DataError, psycopg.errors.IntegrityConstraintViolation,
-                    psycopg.errors.ProgramLimitExceeded) as exc:
+            except (
+                psycopg.errors.DataError,
+                psycopg.errors.IntegrityConstraintViolation,
+                psycopg.errors.ProgramLimitExceeded,
+            ) as exc:
                 if len(payload) == 1 and not errors:
                     raise _ItemRejected(payload[0]["pos"], exc) from exc
                 _log.warning("batch rejected by the server (%s); retrying item by item", exc)
                 return self._call_one_by_one(payload, errors, dry_run)
         raise AssertionError("unreachable")
 
-    def _call_one_by_one(self, payload: list[dict[str, Any]], errors: list[dict[str, Any]],
-                         dry_run: bool) -> list[tuple[Any, ...]]:
+    def _call_one_by_one(
+        self, payload: list[dict[str, Any]], errors: list[dict[str, Any]], dry_run: bool
+    ) -> list[tuple[Any, ...]]:
         if errors:
             with self.conn.transaction(), self.conn.cursor() as cur:
                 cur.executemany(queries()["record_error"], errors)
@@ -210,11 +224,15 @@ class Deduper:
                 rows.extend(self._call([item], [], dry_run))
             except _ItemRejected as rejected:
                 message = f"rejected by PostgreSQL: {rejected.__cause__}".strip()
-                rows.append((rejected.pos, "error", None, None, None, None, None, None, None, message))
+                rows.append(
+                    (rejected.pos, "error", None, None, None, None, None, None, None, message)
+                )
         return rows
 
     def _ensure_partitions(self, payload: list[dict[str, Any]]) -> None:
-        days = {datetime.fromisoformat(p["seen_at"]).astimezone(timezone.utc).date() for p in payload}
+        days = {
+            datetime.fromisoformat(p["seen_at"]).astimezone(timezone.utc).date() for p in payload
+        }
         for day in sorted(days - self._days):
             self.conn.execute(queries()["ensure_partitions"], {"from": day, "to": day})
             self._days.add(day)
@@ -248,8 +266,12 @@ def prepare_batch(batch: list[Item], *, options: NormalizeOptions, max_chars: in
                 raise InputError(str(exc)) from None
         except InputError as exc:
             ident = _item_id(item)
-            record = {"external_id": ident, "source": _item_field(item, "source"),
-                      "error": str(exc), "payload": _raw_payload(item)}
+            record = {
+                "external_id": ident,
+                "source": _item_field(item, "source"),
+                "error": str(exc),
+                "payload": _raw_payload(item),
+            }
             errors.append((pos, ident, str(exc), record))
             continue
         rows.append(_to_row(pos, doc, fp, doc.seen_at or now))
@@ -261,8 +283,12 @@ def _chunks(iterator: Iterator[Item], size: int) -> Iterator[list[Item]]:
         yield batch
 
 
-def _prefetch(executor: concurrent.futures.Executor, func: Callable[[list[Item]], Prepared],
-              batches: Iterator[list[Item]], ahead: int) -> Iterator[Prepared]:
+def _prefetch(
+    executor: concurrent.futures.Executor,
+    func: Callable[[list[Item]], Prepared],
+    batches: Iterator[list[Item]],
+    ahead: int,
+) -> Iterator[Prepared]:
     """Run ``func`` over ``batches`` up to ``ahead`` batches in advance, in order,
     without reading the whole input (it may be an endless stream)."""
     pending: collections.deque[concurrent.futures.Future[Prepared]] = collections.deque()
@@ -324,6 +350,7 @@ def _raw_payload(item: object) -> bytes | None:
     if isinstance(item, Document):
         item = item.__dict__
     if isinstance(item, Mapping):
+
         def default(value: object) -> object:
             if isinstance(value, bytes | bytearray):
                 return {"$bytes_hex": bytes(value).hex()}

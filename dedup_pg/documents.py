@@ -22,7 +22,9 @@ class InputError(ValueError):
     raw: the bytes received, kept in ``ingest_errors`` so nothing is lost.
     """
 
-    def __init__(self, message: str, *, item_id: str | None = None, raw: bytes | None = None) -> None:
+    def __init__(
+        self, message: str, *, item_id: str | None = None, raw: bytes | None = None
+    ) -> None:
         super().__init__(message)
         self.item_id = item_id
         self.raw = raw
@@ -133,14 +135,17 @@ def parse_jsonl_line(line: bytes | str, lineno: int) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{where}: not valid UTF-8 at byte offset {exc.start}",
-                         item_id=where, raw=raw) from None
+        raise InputError(
+            f"{where}: not valid UTF-8 at byte offset {exc.start}", item_id=where, raw=raw
+        ) from None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{where}: malformed JSON ({exc.msg} at column {exc.colno})",
-                         item_id=where, raw=raw) from None
+        raise InputError(
+            f"{where}: malformed JSON ({exc.msg} at column {exc.colno})", item_id=where, raw=raw
+        ) from None
     if not isinstance(value, dict):
-        raise InputError(f"{where}: expected a JSON object, got {type(value).__name__}",
-                         item_id=where, raw=raw)
+        raise InputError(
+            f"{where}: expected a JSON object, got {type(value).__name__}", item_id=where, raw=raw
+        )
     return value

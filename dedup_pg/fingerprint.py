@@ -32,7 +32,11 @@ def clause_hashes(key: str) -> tuple[int, ...]:
     for clause in _CLAUSE_END.split(key):
         clause = _SPACE.sub("", clause)
         if len(clause) >= MIN_CLAUSE_CHARS:
-            seen.add(int.from_bytes(hashlib.sha1(clause.encode("utf-8")).digest()[:8], "big", signed=True))
+            seen.add(
+                int.from_bytes(
+                    hashlib.sha1(clause.encode("utf-8")).digest()[:8], "big", signed=True
+                )
+            )
     return tuple(sorted(seen))
 
 

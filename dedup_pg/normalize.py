@@ -72,6 +72,8 @@ def _fold_spaces(text: str) -> str:
         return "" if _IS_CJK.match(before) or _IS_CJK.match(after) else " "
 
     return _ANY_SPACE.sub(fold, text).strip()
+
+
 _HAS_CJK = re.compile("[\u4e00-\u9fff]")
 
 # Lines left by crawlers that scraped inline JavaScript as text (ad loaders

@@ -53,7 +53,9 @@ def simhash_arrays(hashes: np.ndarray, weights: np.ndarray) -> int:
     """SimHash of terms given as arrays of 64-bit hashes and weights."""
     if len(hashes) == 0:
         return 0
-    bits = np.unpackbits(hashes.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    bits = np.unpackbits(
+        hashes.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little"
+    )
     votes = weights @ (2.0 * bits - 1.0)
     return int(np.packbits(votes > 0, bitorder="little").view("<u8")[0])
 

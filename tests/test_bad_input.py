@@ -12,7 +12,11 @@ GOOD = "今天上午,示例市举行新闻发布会,通报了前三季度全市�
 
 
 def _batch_with(bad, dd):
-    items = [{"id": "ok-1", "body": GOOD}, bad, {"id": "ok-2", "body": GOOD.replace("示例市", "样本县")}]
+    items = [
+        {"id": "ok-1", "body": GOOD},
+        bad,
+        {"id": "ok-2", "body": GOOD.replace("示例市", "样本县")},
+    ]
     return list(dd.ingest_many(items))
 
 
@@ -28,7 +32,10 @@ def _batch_with(bad, dd):
         ({"id": "surrogate", "body": "半个\ud800字"}, "unpaired surrogate"),
         ({"id": "missing"}, "missing field: body"),
         ({"id": "not-text", "body": 12345}, "body must be a string, got int"),
-        ({"id": "bad-time", "body": GOOD, "seen_at": "yesterday"}, "seen_at 'yesterday' is not an ISO 8601 time"),
+        (
+            {"id": "bad-time", "body": GOOD, "seen_at": "yesterday"},
+            "seen_at 'yesterday' is not an ISO 8601 time",
+        ),
         ({"id": "huge", "body": "长" * 1_000_001}, "more than max_chars=1,000,000"),
         (["not", "an", "object"], "an item must be an object with a body, got list"),
     ],
@@ -59,7 +66,10 @@ def test_large_document_under_the_limit_is_ingested(dd, sina):
 def test_max_chars_is_a_setting(dd):
     dd.set_setting("max_chars", 30)
     v = dd.ingest({"id": "long", "body": GOOD})
-    assert v.verdict == "error" and f"document has {len(GOOD)} characters, more than max_chars=30" in v.error
+    assert (
+        v.verdict == "error"
+        and f"document has {len(GOOD)} characters, more than max_chars=30" in v.error
+    )
 
 
 def test_unknown_setting_is_a_clear_error(dd):
@@ -82,7 +92,11 @@ def test_malformed_jsonl_lines(line, message):
 
 
 def test_parse_errors_pass_through_a_batch_and_worker_processes(dsn):
-    lines = [json.dumps({"id": "a", "body": GOOD}).encode(), b"{oops", json.dumps({"id": "b"}).encode()]
+    lines = [
+        json.dumps({"id": "a", "body": GOOD}).encode(),
+        b"{oops",
+        json.dumps({"id": "b"}).encode(),
+    ]
     items = []
     for n, line in enumerate(lines, 1):
         try:
@@ -91,8 +105,17 @@ def test_parse_errors_pass_through_a_batch_and_worker_processes(dsn):
             items.append(exc)
     with Deduper(dsn) as dd:
         verdicts = list(dd.ingest_many(items, workers=1))
-        assert [(v.id, v.verdict) for v in verdicts] == [("a", "new"), ("line 2", "error"), ("b", "error")]
-        assert dd.conn.execute("SELECT payload FROM ingest_errors WHERE external_id = 'line 2'").fetchone()[0] == b"{oops"
+        assert [(v.id, v.verdict) for v in verdicts] == [
+            ("a", "new"),
+            ("line 2", "error"),
+            ("b", "error"),
+        ]
+        assert (
+            dd.conn.execute(
+                "SELECT payload FROM ingest_errors WHERE external_id = 'line 2'"
+            ).fetchone()[0]
+            == b"{oops"
+        )
 
 
 def test_is_duplicate_with_bad_text_reports_an_error_without_recording(dd):

@@ -23,7 +23,9 @@ def _race(dsn, docs_per_writer):
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(len(docs_per_writer))
     results = ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(dsn, docs, barrier, results)) for docs in docs_per_writer]
+    procs = [
+        ctx.Process(target=_writer, args=(dsn, docs, barrier, results)) for docs in docs_per_writer
+    ]
     for p in procs:
         p.start()
     out = [results.get(timeout=120) for docs in docs_per_writer for _ in docs]
@@ -36,8 +38,10 @@ def _race(dsn, docs_per_writer):
 @pytest.mark.slow
 def test_same_text_from_parallel_writers_gives_one_new_document(dsn, sina):
     rounds = [sina[i] for i in range(5)]
-    docs = [[{"id": f"w{w}-r{r}", "title": a["title"], "body": a["body"]} for r, a in enumerate(rounds)]
-            for w in range(WRITERS)]
+    docs = [
+        [{"id": f"w{w}-r{r}", "title": a["title"], "body": a["body"]} for r, a in enumerate(rounds)]
+        for w in range(WRITERS)
+    ]
     out = _race(dsn, docs)
     for r in range(len(rounds)):
         verdicts = [v for v in out if v[0].endswith(f"-r{r}")]
@@ -50,8 +54,16 @@ def test_same_text_from_parallel_writers_gives_one_new_document(dsn, sina):
 @pytest.mark.slow
 def test_near_same_text_from_parallel_writers_gives_one_new_document(dsn, sina):
     article = sina[10]
-    banners = ["\n版权声明:本文由甲网原创", "\n(来源:乙报 编辑:丙)", "\n欢迎关注丁网官方微博获取更多资讯", ""]
-    docs = [[{"id": f"w{w}", "title": article["title"], "body": article["body"] + banners[w]}] for w in range(WRITERS)]
+    banners = [
+        "\n版权声明:本文由甲网原创",
+        "\n(来源:乙报 编辑:丙)",
+        "\n欢迎关注丁网官方微博获取更多资讯",
+        "",
+    ]
+    docs = [
+        [{"id": f"w{w}", "title": article["title"], "body": article["body"] + banners[w]}]
+        for w in range(WRITERS)
+    ]
     out = _race(dsn, docs)
     assert sorted(v[1] for v in out) == ["duplicate"] * (WRITERS - 1) + ["new"], out
     new_doc = next(v for v in out if v[1] == "new")
@@ -63,8 +75,13 @@ def test_near_same_text_from_parallel_writers_gives_one_new_document(dsn, sina):
 @pytest.mark.slow
 def test_parallel_writers_with_large_batches_do_not_deadlock(dsn, sina):
     # overlapping large batches take the table lock; small ones take row locks
-    docs = [[{"id": f"w{w}-{i}", "title": a["title"], "body": a["body"]} for i, a in enumerate(sina[300:500])]
-            for w in range(3)] + [[{"id": "small", "title": sina[300]["title"], "body": sina[300]["body"]}]]
+    docs = [
+        [
+            {"id": f"w{w}-{i}", "title": a["title"], "body": a["body"]}
+            for i, a in enumerate(sina[300:500])
+        ]
+        for w in range(3)
+    ] + [[{"id": "small", "title": sina[300]["title"], "body": sina[300]["body"]}]]
     out = _race(dsn, docs)
     news = [v for v in out if v[1] in ("new", "review")]
     with Deduper(dsn, migrate=False) as dd:

@@ -21,16 +21,30 @@ def _count(dd, sql, *params):
 def test_new_then_exact_duplicate_is_a_sighting_not_a_document(dd, sina):
     first = dd.ingest(_article(sina, 0))
     assert first.verdict == "new" and first.doc_id is not None and first.layer is None
-    copy = {**_article(sina, 0), "id": "repost-1", "url": "https://other.example/1", "source": "other"}
+    copy = {
+        **_article(sina, 0),
+        "id": "repost-1",
+        "url": "https://other.example/1",
+        "source": "other",
+    }
     again = dd.ingest(copy)
     assert (again.verdict, again.layer, again.matched_id, again.matched_doc_id, again.score) == (
-        "duplicate", "exact", sina[0]["id"], first.doc_id, 1.0)
+        "duplicate",
+        "exact",
+        sina[0]["id"],
+        first.doc_id,
+        1.0,
+    )
     assert again.doc_id is None
     assert _count(dd, "SELECT count(*) FROM documents") == 1
     sightings = dd.conn.execute(
         "SELECT external_id, source, verdict, layer FROM document_sightings WHERE doc_id = %s ORDER BY sighting_id",
-        [first.doc_id]).fetchall()
-    assert sightings == [(sina[0]["id"], "sina", "new", None), ("repost-1", "other", "duplicate", "exact")]
+        [first.doc_id],
+    ).fetchall()
+    assert sightings == [
+        (sina[0]["id"], "sina", "new", None),
+        ("repost-1", "other", "duplicate", "exact"),
+    ]
 
 
 def test_normalization_only_copy_is_an_exact_duplicate(dd, sina):
@@ -38,8 +52,11 @@ def test_normalization_only_copy_is_an_exact_duplicate(dd, sina):
     dd.ingest(original)
     body = original["body"]
     fullwidth = "".join(chr(ord(c) + 0xFEE0) if c.isascii() and c.isalnum() else c for c in body)
-    variant = {"id": "fmt", "title": original["title"],
-               "body": "\u3000\u3000" + fullwidth.replace("。", "。\r\n\r\n", 3) + "&nbsp;<br>"}
+    variant = {
+        "id": "fmt",
+        "title": original["title"],
+        "body": "\u3000\u3000" + fullwidth.replace("。", "。\r\n\r\n", 3) + "&nbsp;<br>",
+    }
     v = dd.ingest(variant)
     assert (v.verdict, v.layer, v.matched_id) == ("duplicate", "exact", original["id"])
 
@@ -48,15 +65,22 @@ def test_near_duplicate_is_kept_in_full_as_a_candidate(dd, sina):
     original = _article(sina, 2)
     kept = dd.ingest(original)
     banner = "\n本文版权归原作者所有,转载请联系作者获得授权。\n更多精彩资讯请关注示例新闻网"
-    copy = {"id": "banner-copy", "title": original["title"], "body": original["body"] + banner,
-            "url": "https://copy.example/2", "seen_at": T0 + timedelta(hours=3)}
+    copy = {
+        "id": "banner-copy",
+        "title": original["title"],
+        "body": original["body"] + banner,
+        "url": "https://copy.example/2",
+        "seen_at": T0 + timedelta(hours=3),
+    }
     v = dd.ingest(copy)
     assert v.verdict == "duplicate" and v.layer in ("simhash", "containment", "exact")
     assert v.matched_doc_id == kept.doc_id and v.matched_id == original["id"]
     if v.layer != "exact":
         row = dd.conn.execute(
             "SELECT body, status, layer, matched_doc_id, thresholds ? 'simhash_distance' "
-            "FROM duplicate_candidates WHERE candidate_id = %s", [v.candidate_id]).fetchone()
+            "FROM duplicate_candidates WHERE candidate_id = %s",
+            [v.candidate_id],
+        ).fetchone()
         assert row == (copy["body"], "auto", v.layer, kept.doc_id, True)
     assert _count(dd, "SELECT count(*) FROM documents") == 1
 
@@ -66,13 +90,20 @@ def test_each_layer_on_constructed_copies(dd, sina):
     list(dd.ingest_many(originals))
     body = originals[0]["body"]
     sentences = [s + "。" for s in body.split("。") if s]
-    shuffled = {"id": "shuffled", "body": "".join(reversed(sentences)), "title": originals[0]["title"]}
+    shuffled = {
+        "id": "shuffled",
+        "body": "".join(reversed(sentences)),
+        "title": originals[0]["title"],
+    }
     v = dd.ingest(shuffled)
     assert v.verdict == "duplicate" and v.layer == "simhash" and v.matched_id == originals[0]["id"]
     assert v.distance is not None and v.distance <= 3 and v.score == 1 - v.distance / 64
     # a long extra passage moves the SimHash, but the copy still holds every clause
-    longer = {"id": "longer", "title": originals[1]["title"],
-              "body": originals[1]["body"] + sina[400]["body"][:600]}
+    longer = {
+        "id": "longer",
+        "title": originals[1]["title"],
+        "body": originals[1]["body"] + sina[400]["body"][:600],
+    }
     v = dd.ingest(longer)
     assert v.verdict == "duplicate" and v.matched_id == originals[1]["id"]
     assert v.layer in ("simhash", "containment")
@@ -88,7 +119,8 @@ def test_review_verdict_keeps_the_document_and_queues_it(dd, sina):
     v = dd.ingest({"id": "partial", "body": half, "title": original["title"]})
     assert v.verdict == "review" and v.doc_id is not None and v.matched_id == original["id"]
     status, doc_id = dd.conn.execute(
-        "SELECT status, doc_id FROM duplicate_candidates WHERE candidate_id = %s", [v.candidate_id]).fetchone()
+        "SELECT status, doc_id FROM duplicate_candidates WHERE candidate_id = %s", [v.candidate_id]
+    ).fetchone()
     assert (status, doc_id) == ("pending", v.doc_id)
     assert _count(dd, "SELECT count(*) FROM documents WHERE external_id = 'partial'") == 1
 
@@ -114,21 +146,43 @@ def test_day_partitions_are_created_on_demand(dd, sina):
     day = datetime(2026, 3, 14, 23, 30, tzinfo=timezone.utc)
     dd.ingest({**_article(sina, 40), "seen_at": day})
     for table in ("documents", "document_clauses", "document_sightings", "duplicate_candidates"):
-        assert _count(dd, "SELECT count(*) FROM pg_class WHERE relname = %s", f"{table}_p20260314") == 1
+        assert (
+            _count(dd, "SELECT count(*) FROM pg_class WHERE relname = %s", f"{table}_p20260314")
+            == 1
+        )
     assert _count(dd, "SELECT count(*) FROM documents_p20260314") == 1
 
 
 def test_document_fields_and_fingerprints_are_stored(dd, sina):
     a = _article(sina, 50)
-    doc = Document(body=a["body"], id="d50", title=a["title"], url="https://n.example/50", source="sina",
-                   seen_at=T0, published_at=T0 - timedelta(hours=5))
+    doc = Document(
+        body=a["body"],
+        id="d50",
+        title=a["title"],
+        url="https://n.example/50",
+        source="sina",
+        seen_at=T0,
+        published_at=T0 - timedelta(hours=5),
+    )
     v = dd.ingest(doc)
     row = dd.conn.execute(
         "SELECT external_id, title, body, url, source, published_at, length(content_sha1), length(title_sha1), "
         "norm_version, clause_count > 0, simhash_band0 = (simhash & 65535) FROM documents WHERE doc_id = %s",
-        [v.doc_id]).fetchone()
-    assert row == ("d50", a["title"], a["body"], "https://n.example/50", "sina", T0 - timedelta(hours=5),
-                   20, 20, 1, True, True)
+        [v.doc_id],
+    ).fetchone()
+    assert row == (
+        "d50",
+        a["title"],
+        a["body"],
+        "https://n.example/50",
+        "sina",
+        T0 - timedelta(hours=5),
+        20,
+        20,
+        1,
+        True,
+        True,
+    )
 
 
 def test_same_title_over_a_different_body_is_new(dd, sina):
@@ -141,19 +195,30 @@ def test_is_duplicate_is_read_only(dd, sina):
     a = _article(sina, 70)
     assert dd.is_duplicate(a["body"], title=a["title"]).verdict == "new"
     stored = dd.ingest(a)
-    before = [_count(dd, f"SELECT count(*) FROM {t}") for t in ("documents", "document_sightings", "duplicate_candidates")]
+    before = [
+        _count(dd, f"SELECT count(*) FROM {t}")
+        for t in ("documents", "document_sightings", "duplicate_candidates")
+    ]
     v = dd.is_duplicate(a["body"], title=a["title"])
     assert (v.verdict, v.layer, v.matched_doc_id) == ("duplicate", "exact", stored.doc_id)
     assert dd.is_duplicate(sina[71]["body"]).verdict == "new"
-    after = [_count(dd, f"SELECT count(*) FROM {t}") for t in ("documents", "document_sightings", "duplicate_candidates")]
+    after = [
+        _count(dd, f"SELECT count(*) FROM {t}")
+        for t in ("documents", "document_sightings", "duplicate_candidates")
+    ]
     assert before == after
 
 
 def test_whitelisted_text_is_never_a_duplicate(dd, sina):
     a = _article(sina, 80)
     first = dd.ingest(a)
-    digest = dd.conn.execute("SELECT content_sha1 FROM documents WHERE doc_id = %s", [first.doc_id]).fetchone()[0]
-    dd.conn.execute("INSERT INTO dedup_whitelist (kind, content_sha1, note) VALUES ('text', %s, 'test')", [digest])
+    digest = dd.conn.execute(
+        "SELECT content_sha1 FROM documents WHERE doc_id = %s", [first.doc_id]
+    ).fetchone()[0]
+    dd.conn.execute(
+        "INSERT INTO dedup_whitelist (kind, content_sha1, note) VALUES ('text', %s, 'test')",
+        [digest],
+    )
     v = dd.ingest({**a, "id": "whitelisted-copy"})
     assert v.verdict == "new" and v.doc_id != first.doc_id
 
@@ -161,46 +226,74 @@ def test_whitelisted_text_is_never_a_duplicate(dd, sina):
 def test_whitelisted_pair_is_not_a_near_duplicate(dd, sina):
     a = _article(sina, 90)
     first = dd.ingest(a)
-    copy = {"id": "pair-copy", "title": a["title"], "body": a["body"] + "\n(本文来自示例网,转载请注明出处,谢谢合作)"}
+    copy = {
+        "id": "pair-copy",
+        "title": a["title"],
+        "body": a["body"] + "\n(本文来自示例网,转载请注明出处,谢谢合作)",
+    }
     v = dd.is_duplicate(copy["body"], title=copy["title"])
     assert v.verdict == "duplicate" and v.layer != "exact"
     from dedup_pg.fingerprint import fingerprint
 
-    d1 = dd.conn.execute("SELECT content_sha1 FROM documents WHERE doc_id = %s", [first.doc_id]).fetchone()[0]
+    d1 = dd.conn.execute(
+        "SELECT content_sha1 FROM documents WHERE doc_id = %s", [first.doc_id]
+    ).fetchone()[0]
     d2 = fingerprint(copy["body"], copy["title"], dd.options).digest
     lo, hi = sorted([bytes(d1), d2])
-    dd.conn.execute("INSERT INTO dedup_whitelist (kind, content_sha1, other_sha1) VALUES ('pair', %s, %s)", [lo, hi])
+    dd.conn.execute(
+        "INSERT INTO dedup_whitelist (kind, content_sha1, other_sha1) VALUES ('pair', %s, %s)",
+        [lo, hi],
+    )
     assert dd.ingest(copy).verdict == "new"
 
 
 def test_simhash_distance_depends_on_length(dd):
-    settings = dd.conn.execute("SELECT jsonb_object_agg(name, value) FROM dedup_settings").fetchone()[0]
-    got = {n: dd.conn.execute("SELECT duplicate_distance, review_distance FROM dedup_simhash_distances(%s, %s)",
-                              [n, Jsonb(settings)]).fetchone() for n in (40, 200, 400, 2000)}
+    settings = dd.conn.execute(
+        "SELECT jsonb_object_agg(name, value) FROM dedup_settings"
+    ).fetchone()[0]
+    got = {
+        n: dd.conn.execute(
+            "SELECT duplicate_distance, review_distance FROM dedup_simhash_distances(%s, %s)",
+            [n, Jsonb(settings)],
+        ).fetchone()
+        for n in (40, 200, 400, 2000)
+    }
     assert got == {40: (0, 3), 200: (1, 4), 400: (2, 5), 2000: (3, 6)}
 
 
 def test_provenance_how_many_sites_and_who_first(dd, sina):
     a = _article(sina, 100)
-    docs = [{**a, "id": f"site-{i}", "source": f"site{i}.example", "seen_at": T0 + timedelta(minutes=i)}
-            for i in range(5)]
+    docs = [
+        {**a, "id": f"site-{i}", "source": f"site{i}.example", "seen_at": T0 + timedelta(minutes=i)}
+        for i in range(5)
+    ]
     verdicts = list(dd.ingest_many(docs))
     original = verdicts[0].doc_id
     sites, first = dd.conn.execute(
         "SELECT count(DISTINCT source), (array_agg(source ORDER BY seen_at))[1] "
-        "FROM document_sightings WHERE doc_id = %s", [original]).fetchone()
+        "FROM document_sightings WHERE doc_id = %s",
+        [original],
+    ).fetchone()
     assert (sites, first) == (5, "site0.example")
 
 
 def test_daily_stats_view(dd, sina):
-    list(dd.ingest_many([_article(sina, 110), {**_article(sina, 110), "id": "c"}, _article(sina, 111)]))
-    row = dd.conn.execute("SELECT ingested, new, exact FROM dedup_daily_stats WHERE source = 'sina'").fetchone()
+    list(
+        dd.ingest_many(
+            [_article(sina, 110), {**_article(sina, 110), "id": "c"}, _article(sina, 111)]
+        )
+    )
+    row = dd.conn.execute(
+        "SELECT ingested, new, exact FROM dedup_daily_stats WHERE source = 'sina'"
+    ).fetchone()
     assert row == (3, 2, 1)
 
 
 def test_real_corpus_batch_mostly_new(dd, sina):
     verdicts = list(dd.ingest_many([_article(sina, i) for i in range(200, 700)]))
-    counts = {k: sum(v.verdict == k for v in verdicts) for k in ("new", "duplicate", "review", "error")}
+    counts = {
+        k: sum(v.verdict == k for v in verdicts) for k in ("new", "duplicate", "review", "error")
+    }
     assert counts["error"] == 0 and counts["new"] >= 480
     assert _count(dd, "SELECT count(*) FROM documents") == counts["new"] + counts["review"]
 

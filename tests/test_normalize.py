@@ -35,7 +35,10 @@ def test_html_tags_entities_and_scripts_are_removed():
 
 
 def test_line_endings_blank_lines_and_indents():
-    assert clean("第一段。\r\n\r\n\r\n\u3000\u3000第二段。\r第三段。  ") == "第一段。\n第二段。\n第三段。"
+    assert (
+        clean("第一段。\r\n\r\n\r\n\u3000\u3000第二段。\r第三段。  ")
+        == "第一段。\n第二段。\n第三段。"
+    )
 
 
 def test_whitespace_runs_collapse_and_cjk_adjacent_whitespace_is_dropped_in_key():

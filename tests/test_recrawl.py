@@ -11,7 +11,9 @@ def test_recrawled_copies_are_duplicates_of_their_originals(dd, shared_data):
     clean = [{"id": f"a{i}", "title": p["title"], "body": p["a"]} for i, p in enumerate(pairs)]
     raw = [{"id": f"b{i}", "body": p["b"]} for i, p in enumerate(pairs)]
     # a few clean copies are themselves copies of each other: the story's kept document
-    story = {v.id: v.matched_id if v.verdict == "duplicate" else v.id for v in dd.ingest_many(clean)}
+    story = {
+        v.id: v.matched_id if v.verdict == "duplicate" else v.id for v in dd.ingest_many(clean)
+    }
     outcome = Counter()
     misses = []
     for i, v in enumerate(dd.ingest_many(raw)):

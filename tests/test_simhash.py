@@ -51,7 +51,9 @@ def test_band_probe_guarantee(dsn):
             radius = d // 4
             found = False
             for band_a, band_b in zip(sh.bands(a), sh.bands(b), strict=True):
-                probe = conn.execute("SELECT dedup_band_neighbours(%s, %s)", [band_a, radius]).fetchone()[0]
+                probe = conn.execute(
+                    "SELECT dedup_band_neighbours(%s, %s)", [band_a, radius]
+                ).fetchone()[0]
                 assert len(probe) == (1 if radius == 0 else 17)
                 found = found or band_b in probe
             assert found, (a, b, d)
@@ -64,14 +66,26 @@ def test_title_counts_and_title_digest_is_separate():
     titled = fingerprint(body, "前三季度经济运行平稳", opts)
     assert plain.digest != titled.digest
     assert plain.title_digest is None and titled.title_digest is not None
-    other_body = fingerprint("完全不同的正文,讲的是另一件事情,和经济没有关系。", "前三季度经济运行平稳", opts)
+    other_body = fingerprint(
+        "完全不同的正文,讲的是另一件事情,和经济没有关系。", "前三季度经济运行平稳", opts
+    )
     assert other_body.title_digest == titled.title_digest
     assert other_body.digest != titled.digest
 
 
 def test_clause_hashes_ignore_short_clauses_and_paragraphing():
-    a = clause_hashes("据报道,这是一个足够长的分句用于测试指纹,短句,另一个同样足够长的分句也要参与计算。")
+    a = clause_hashes(
+        "据报道,这是一个足够长的分句用于测试指纹,短句,另一个同样足够长的分句也要参与计算。"
+    )
     assert len(a) == 2
-    glued = fingerprint("第一段里有一句足够长的话需要被记住。第二段也有一句足够长的话需要被记住。", None, NormalizeOptions())
-    split = fingerprint("第一段里有一句足够长的话需要被记住。\n\n第二段也有一句足够长的话需要被记住。", None, NormalizeOptions())
+    glued = fingerprint(
+        "第一段里有一句足够长的话需要被记住。第二段也有一句足够长的话需要被记住。",
+        None,
+        NormalizeOptions(),
+    )
+    split = fingerprint(
+        "第一段里有一句足够长的话需要被记住。\n\n第二段也有一句足够长的话需要被记住。",
+        None,
+        NormalizeOptions(),
+    )
     assert glued.clauses == split.clauses and len(glued.clauses) == 2
