@@ -14,10 +14,11 @@ import contextlib
 import logging
 import os
 import warnings
-from importlib.resources import files
 from pathlib import Path
 
 import psycopg
+
+from .sqlfiles import packaged_dir
 
 EMBEDDED_DB = "dedup"
 _log = logging.getLogger(__name__)
@@ -65,7 +66,10 @@ def start_embedded(
             "SELECT 1 FROM pg_database WHERE datname = %s", [EMBEDDED_DB]
         ).fetchone()
         if not exists:
-            with contextlib.suppress(psycopg.errors.DuplicateDatabase):
+            # another process may create it at the same moment
+            with contextlib.suppress(
+                psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation
+            ):
                 conn.execute(f'CREATE DATABASE "{EMBEDDED_DB}"')
     return server.get_uri(EMBEDDED_DB)
 
@@ -115,7 +119,16 @@ def check_server(conn: psycopg.Connection) -> None:
 
 
 def migrate(dsn: str, revision: str = "head") -> None:
-    """Bring the schema to ``revision`` with Alembic (the only way it changes)."""
+    """Bring the schema up to ``revision`` with Alembic (the only way it changes)."""
+    _alembic(dsn, "upgrade", revision)
+
+
+def downgrade(dsn: str, revision: str) -> None:
+    """Take the schema back down to ``revision`` (``"base"``: remove it all)."""
+    _alembic(dsn, "downgrade", revision)
+
+
+def _alembic(dsn: str, action: str, revision: str) -> None:
     from alembic import command
     from alembic.config import Config
     from sqlalchemy import create_engine
@@ -124,14 +137,14 @@ def migrate(dsn: str, revision: str = "head") -> None:
     with connect(dsn, autocommit=True) as conn:
         check_server(conn)
     config = Config()
-    config.set_main_option("script_location", str(files("dedup_pg.migrations")))
+    config.set_main_option("script_location", str(packaged_dir("migrations")))
     engine = create_engine(
         "postgresql+psycopg://", creator=lambda: psycopg.connect(dsn), poolclass=NullPool
     )
     try:
         with engine.begin() as connection:
             config.attributes["connection"] = connection
-            command.upgrade(config, revision)
+            getattr(command, action)(config, revision)
     finally:
         engine.dispose()
 

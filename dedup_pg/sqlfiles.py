@@ -9,10 +9,23 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+_SOURCE_TREE = Path(__file__).resolve().parent.parent
+
+
+def packaged_dir(name: str) -> Any:
+    """``sql`` or ``migrations``: inside the installed package (``dedup_pg.sql``),
+    or the top-level folder of a source checkout run without installing."""
+    try:
+        return files(f"dedup_pg.{name}")
+    except ModuleNotFoundError:
+        return _SOURCE_TREE / name
 
 
 def read_sql(filename: str) -> str:
-    return files("dedup_pg.sql").joinpath(filename).read_text(encoding="utf-8")
+    return packaged_dir("sql").joinpath(filename).read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,140 @@
+"""The dedup-pg command, in process (click's runner) and as a real console script."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import click
+from click.testing import CliRunner
+
+from dedup_pg.cli import main
+
+from conftest import REPO
+
+GOOD = "今天上午,示例市举行新闻发布会,通报了前三季度全市经济运行的主要情况和下一步工作安排。"
+
+
+def run(*args, input=None):
+    result = CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+    return result
+
+
+def test_ingest_writes_one_verdict_per_line_and_reports_bad_lines(dsn, tmp_path):
+    src = tmp_path / "in.jsonl"
+    lines = [
+        json.dumps(
+            {"id": "a", "title": "标题", "body": GOOD, "url": "https://a.example/1", "source": "a"},
+            ensure_ascii=False,
+        ),
+        "{not json",
+        json.dumps({"id": "b"}),
+        "",
+        json.dumps(
+            {
+                "id": "c",
+                "title": "标题",
+                "body": GOOD,
+                "source": "c",
+                "seen_at": "2026-11-30T08:00:00+08:00",
+            },
+            ensure_ascii=False,
+        ),
+    ]
+    src.write_bytes(("\n".join(lines) + "\n").encode() + b'{"id": "d", "body": "\xff\xfe"}\n')
+    out = tmp_path / "out.jsonl"
+    result = run("ingest", str(src), "--out", str(out), "--dsn", dsn, "--no-progress")
+    assert result.exit_code == 0, result.output
+    verdicts = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(v["id"], v["verdict"]) for v in verdicts] == [
+        ("a", "new"),
+        ("line 2", "error"),
+        ("b", "error"),
+        ("c", "duplicate"),
+        ("line 6", "error"),
+    ]
+    assert set(verdicts[0]) >= {"id", "verdict", "layer", "matched_id", "score", "error"}
+    assert (
+        verdicts[3]["layer"] == "exact"
+        and verdicts[3]["matched_id"] == "a"
+        and verdicts[3]["score"] == 1.0
+    )
+    assert (
+        "malformed JSON" in verdicts[1]["error"] and "missing field: body" in verdicts[2]["error"]
+    )
+    assert "not valid UTF-8" in verdicts[4]["error"]
+    assert "5 documents" in result.stderr
+
+
+def test_ingest_from_stdin_with_workers(dsn):
+    data = "\n".join(json.dumps({"id": str(i), "body": GOOD + str(i) * 3}) for i in range(5))
+    result = run("ingest", "-", "--dsn", dsn, "--workers", "1", "--out", "-", input=data)
+    assert result.exit_code == 0
+    assert len([line for line in result.stdout.splitlines() if line.startswith("{")]) == 5
+
+
+def test_check_and_stats(dsn):
+    run(
+        "ingest", "-", "--dsn", dsn, input=json.dumps({"id": "x", "body": GOOD}, ensure_ascii=False)
+    )
+    result = run("check", GOOD, "--dsn", dsn)
+    assert result.exit_code == 0 and result.stdout.startswith("duplicate of x")
+    result = run(
+        "check", "一段从未见过的新文本内容,与库中任何文档都不相同。", "--dsn", dsn, "--json"
+    )
+    assert json.loads(result.stdout)["verdict"] == "new"
+    result = run("check", "   ", "--dsn", dsn)
+    assert result.exit_code == 1 and "empty" in result.stdout
+    result = run("stats", "--dsn", dsn)
+    assert "documents 1" in result.stdout and "ingested" in result.stdout
+    stats = json.loads(run("stats", "--dsn", dsn, "--format", "json").stdout)
+    assert stats["totals"]["documents"] == 1 and stats["daily"][0]["new"] == 1
+
+
+def test_settings_show_and_set(dsn):
+    assert "window_days" in run("settings", "show", "--dsn", dsn).stdout
+    assert (
+        run("settings", "set", "window_days", "3", "--dsn", dsn).stdout.strip() == "window_days = 3"
+    )
+    result = run("settings", "set", "no_such_setting", "1", "--dsn", dsn)
+    assert result.exit_code == 1 and "unknown setting 'no_such_setting'" in result.output
+
+
+def test_unreachable_database_is_a_clean_error():
+    result = run("check", GOOD, "--dsn", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
+    assert result.exit_code == 1 and result.output.startswith("Error: cannot connect to PostgreSQL")
+    assert "Traceback" not in result.output
+
+
+def test_every_command_has_help_and_is_in_the_readme():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    ctx = click.Context(main)
+    names = []
+    for name, command in main.commands.items():
+        if isinstance(command, click.Group):
+            names += [f"{name} {sub}" for sub in command.commands]
+        else:
+            names.append(name)
+        assert command.get_short_help_str(), name
+    for name in names:
+        assert re.search(rf"dedup-pg {name}\b", readme), (
+            f"`dedup-pg {name}` is not documented in README.md"
+        )
+    assert ctx  # the group itself builds
+
+
+def test_demo_console_script_on_a_fresh_embedded_server(tmp_path):
+    env = {**os.environ, "HOME": str(tmp_path)}
+    env.pop("DEDUP_PG_DSN", None)
+    env.pop("DEDUP_PG_HOME", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "dedup_pg.cli", "demo"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "18/18 verdicts as expected" in result.stdout
+    assert "demo-05-repost-exact       duplicate of demo-05" in result.stdout

@@ -1,0 +1,99 @@
+"""Migrations and the embedded server."""
+
+import multiprocessing as mp
+import uuid
+
+import psycopg
+
+from dedup_pg import database
+
+TABLES = {
+    "documents",
+    "document_digests",
+    "document_clauses",
+    "document_sightings",
+    "duplicate_candidates",
+    "dedup_whitelist",
+    "dedup_settings",
+    "ingest_errors",
+    "dedup_lock_stripes",
+}
+
+
+def _objects(dsn):
+    with psycopg.connect(dsn) as conn:
+        tables = {
+            r[0]
+            for r in conn.execute(
+                "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r','p') "
+                "AND NOT relispartition"
+            )
+        }
+        functions = {
+            r[0]
+            for r in conn.execute(
+                "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace AND proname LIKE 'dedup%'"
+            )
+        }
+    return tables, functions
+
+
+def test_migrations_up_down_up(template_dsn):
+    name = f"mig_{uuid.uuid4().hex[:8]}"
+    admin = psycopg.conninfo.make_conninfo(template_dsn, dbname="postgres")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    dsn = psycopg.conninfo.make_conninfo(template_dsn, dbname=name)
+    try:
+        assert database.current_revision(dsn) is None
+        database.migrate(dsn)
+        tables, functions = _objects(dsn)
+        assert TABLES <= tables and {"dedup_ingest", "dedup_ensure_partitions"} <= functions
+        assert database.current_revision(dsn) == "0001"
+        database.downgrade(dsn, "base")
+        tables, functions = _objects(dsn)
+        assert not (TABLES & tables) and not functions
+        database.migrate(dsn)  # and back up again
+        assert TABLES <= _objects(dsn)[0]
+        database.migrate(dsn)  # idempotent at head
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _start(home, queue):
+    dsn = database.start_embedded(home)
+    with psycopg.connect(dsn) as conn:
+        queue.put(
+            conn.execute("SELECT pg_postmaster_start_time()::text, inet_server_port()").fetchone()[
+                0
+            ]
+        )
+
+
+def test_two_processes_on_one_home_share_one_server(tmp_path):
+    home = tmp_path / "home"
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_start, args=(home, queue)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    started = {queue.get(timeout=120) for _ in procs}
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    try:
+        assert len(started) == 1  # one postmaster served both
+        # a later process reuses the running server instead of starting another
+        dsn = database.start_embedded(home)
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("SELECT pg_postmaster_start_time()::text").fetchone()[0] in started
+    finally:
+        assert database.stop_embedded(home)
+    assert not database.stop_embedded(home)
+
+
+def test_server_requirements_are_checked(template_dsn):
+    with psycopg.connect(template_dsn) as conn:
+        database.check_server(conn)  # PostgreSQL 18 + pgvector 0.8 pass
+        assert conn.info.server_version >= 150000
