@@ -92,3 +92,9 @@ def test_two_processes_on_one_home_share_one_server(tmp_path):
         assert not database.stop_embedded(home)
     finally:
         database.stop_embedded(home)  # never leave a server behind, even on failure
+
+
+def test_server_requirements_are_checked(template_dsn):
+    with psycopg.connect(template_dsn) as conn:
+        database.check_server(conn)  # PostgreSQL 18 + pgvector 0.8 pass
+        assert conn.info.server_version >= 150000
