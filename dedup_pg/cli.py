@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -361,5 +360,4 @@ def _redact(dsn: str) -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    os.environ.setdefault("PYTHONIOENCODING", "utf-8")
     main()

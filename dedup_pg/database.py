@@ -11,7 +11,6 @@ database is migrated to head with Alembic before use.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import warnings
 from pathlib import Path
@@ -21,7 +20,6 @@ import psycopg
 from .sqlfiles import packaged_dir
 
 EMBEDDED_DB = "dedup"
-_log = logging.getLogger(__name__)
 
 
 class DatabaseError(RuntimeError):

@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any
 
@@ -44,7 +44,6 @@ class StageTimes:
     prepare: float = 0.0  # validation + normalization + tokenization + fingerprints
     sql: float = 0.0
     documents: int = 0
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 class Deduper:
