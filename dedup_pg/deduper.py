@@ -34,7 +34,9 @@ from .verdicts import Verdict
 
 _log = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = 500
-Item = Document | Mapping[str, Any] | str
+#: What ingest accepts: a Document, a mapping with the JSONL fields, bare text
+#: (str, or UTF-8 bytes), or a reader's InputError to be reported in its place.
+Item = Document | Mapping[str, Any] | str | bytes | InputError
 
 
 @dataclass
@@ -100,7 +102,8 @@ class Deduper:
     # -- public API ----------------------------------------------------------
     def ingest(self, doc: Item) -> Verdict:
         """Check one document and store it unless it is a duplicate."""
-        return next(iter(self.ingest_many([doc])))
+        prepared = prepare_batch([doc], options=self.options, max_chars=self.max_chars)
+        return self._execute(prepared, dry_run=False)[0]
 
     def ingest_many(
         self, docs: Iterable[Item], batch_size: int | None = None, *, workers: int = 0
