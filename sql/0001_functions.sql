@@ -93,6 +93,57 @@ LANGUAGE sql STABLE AS $$
                       AND w.other_sha1 = greatest(p_a, p_b))
 $$;
 
+-- One fingerprinted document, as dedup_pg.deduper sends it (see dedup_ingest).
+CREATE TYPE dedup_item AS (
+    pos integer, external_id text, title text, body text, url text, source text,
+    seen_at timestamptz, published_at timestamptz, sha1 text, title_sha1 text,
+    simhash bigint, length integer, clauses bigint[], norm_version smallint);
+
+-- Store an item as a kept document with doc_id p_doc_id (clauses included).
+CREATE FUNCTION dedup_store_document(p_item dedup_item, p_doc_id bigint)
+RETURNS void
+LANGUAGE sql AS $$
+    INSERT INTO documents (doc_id, seen_at, external_id, title, body, url, source, published_at,
+                           content_sha1, title_sha1, simhash, text_length, clause_count, norm_version)
+    VALUES (p_doc_id, p_item.seen_at, p_item.external_id, p_item.title, p_item.body, p_item.url,
+            p_item.source, p_item.published_at, decode(p_item.sha1, 'hex'), decode(p_item.title_sha1, 'hex'),
+            p_item.simhash, p_item.length, cardinality(coalesce(p_item.clauses, '{}')), p_item.norm_version);
+    INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
+    SELECT DISTINCT h, p_doc_id, p_item.seen_at FROM unnest(p_item.clauses) h;
+$$;
+
+-- Record a duplicate or review decision about an item: a candidate row with
+-- everything needed to restore it, and its sighting. Returns the candidate_id.
+-- p_doc_id: the item's own document when it was kept (review).
+-- p_matched_body: the matched document's body; equal to the item's, the item's
+-- is not stored twice.
+CREATE FUNCTION dedup_record_candidate(
+    p_item dedup_item, p_status text, p_layer text, p_doc_id bigint,
+    p_matched_doc_id bigint, p_matched_seen_at timestamptz, p_matched_body text,
+    p_score double precision, p_distance integer, p_thresholds jsonb)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_id bigint;
+BEGIN
+    INSERT INTO duplicate_candidates AS c (
+        seen_at, external_id, title, body, url, source, published_at, content_sha1, title_sha1,
+        simhash, text_length, clauses, norm_version, doc_id, matched_doc_id, matched_seen_at,
+        layer, score, distance, thresholds, status)
+    VALUES (p_item.seen_at, p_item.external_id, p_item.title,
+            CASE WHEN p_item.body IS NOT DISTINCT FROM p_matched_body THEN NULL ELSE p_item.body END,
+            p_item.url, p_item.source, p_item.published_at, decode(p_item.sha1, 'hex'),
+            decode(p_item.title_sha1, 'hex'), p_item.simhash, p_item.length,
+            coalesce(p_item.clauses, '{}'), p_item.norm_version, p_doc_id, p_matched_doc_id,
+            p_matched_seen_at, p_layer, p_score, p_distance, p_thresholds, p_status)
+    RETURNING c.candidate_id INTO v_id;
+    INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict, layer, score, candidate_id)
+    VALUES (p_item.seen_at, coalesce(p_doc_id, p_matched_doc_id), p_item.external_id, p_item.url,
+            p_item.source, CASE p_status WHEN 'pending' THEN 'review' ELSE 'duplicate' END,
+            p_layer, p_score, v_id);
+    RETURN v_id;
+END $$;
+
 -- The ingest function: one call per batch, one transaction.
 --
 -- p_items is a JSON array, one object per document, made by dedup_pg.deduper:
@@ -124,7 +175,7 @@ DECLARE
     v_shared integer;
     v_stored_n integer;
     v_to_review boolean;
-    it record;
+    it dedup_item;
     v_lo timestamptz;
     v_hi timestamptz;
     v_sha1 bytea;
@@ -142,6 +193,7 @@ DECLARE
     m_doc_id bigint; m_seen_at timestamptz; m_ext text; m_layer text; m_score double precision; m_dist integer;
     r_doc_id bigint; r_seen_at timestamptz; r_ext text; r_layer text; r_score double precision; r_dist integer;
     v_doc_id bigint;
+    v_matched_body text;
     v_clauses bigint[];
     v_thresholds jsonb;
 BEGIN
@@ -180,12 +232,7 @@ BEGIN
         END IF;
     END IF;
 
-    FOR it IN
-        SELECT * FROM jsonb_to_recordset(p_items) AS x(
-            pos integer, external_id text, title text, body text, url text, source text,
-            seen_at timestamptz, published_at timestamptz, sha1 text, title_sha1 text,
-            simhash bigint, length integer, clauses bigint[], norm_version smallint)
-        ORDER BY x.pos
+    FOR it IN SELECT * FROM jsonb_populate_recordset(NULL::dedup_item, p_items) x ORDER BY x.pos
     LOOP
         pos := it.pos; verdict := NULL; layer := NULL; doc_id := NULL; matched_doc_id := NULL;
         matched_external_id := NULL; score := NULL; distance := NULL; candidate_id := NULL;
@@ -237,14 +284,16 @@ BEGIN
                 v_claimed := coalesce(v_claimed, false);
             END IF;
             IF NOT v_claimed THEN
-                SELECT g.doc_id, d.external_id INTO matched_doc_id, matched_external_id
+                SELECT g.doc_id, g.seen_at, d.external_id, d.body
+                  INTO matched_doc_id, m_seen_at, matched_external_id, v_matched_body
                   FROM document_digests g
                   LEFT JOIN documents d ON d.doc_id = g.doc_id AND d.seen_at = g.seen_at
                  WHERE g.content_sha1 = v_sha1;
                 verdict := 'duplicate'; layer := 'exact'; score := 1.0; distance := 0;
                 IF NOT p_dry_run THEN
-                    INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict, layer, score)
-                    VALUES (it.seen_at, matched_doc_id, it.external_id, it.url, it.source, 'duplicate', 'exact', 1.0);
+                    candidate_id := dedup_record_candidate(
+                        it, 'auto', 'exact', NULL, matched_doc_id, m_seen_at, v_matched_body,
+                        1.0, 0, v_thresholds);
                 END IF;
                 RETURN NEXT;
                 CONTINUE;
@@ -350,16 +399,8 @@ BEGIN
             matched_doc_id := m_doc_id; matched_external_id := m_ext;
             IF NOT p_dry_run THEN
                 DELETE FROM document_digests g WHERE g.content_sha1 = v_sha1 AND g.doc_id = v_doc_id;
-                INSERT INTO duplicate_candidates AS c (
-                    seen_at, external_id, title, body, url, source, published_at, content_sha1, simhash,
-                    matched_doc_id, matched_seen_at, layer, score, distance, thresholds, status)
-                VALUES (it.seen_at, it.external_id, it.title, it.body, it.url, it.source, it.published_at,
-                        v_sha1, it.simhash, m_doc_id, m_seen_at, m_layer, m_score, m_dist,
-                        v_thresholds, 'auto')
-                RETURNING c.candidate_id INTO candidate_id;
-                INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict, layer, score, candidate_id)
-                VALUES (it.seen_at, m_doc_id, it.external_id, it.url, it.source, 'duplicate', m_layer,
-                        m_score, candidate_id);
+                candidate_id := dedup_record_candidate(
+                    it, 'auto', m_layer, NULL, m_doc_id, m_seen_at, NULL, m_score, m_dist, v_thresholds);
             END IF;
             RETURN NEXT;
             CONTINUE;
@@ -376,25 +417,16 @@ BEGIN
             IF v_doc_id IS NULL THEN  -- whitelisted text: no digest claimed
                 v_doc_id := nextval('documents_doc_id_seq');
             END IF;
-            INSERT INTO documents (doc_id, seen_at, external_id, title, body, url, source, published_at,
-                                   content_sha1, title_sha1, simhash, text_length, clause_count, norm_version)
-            VALUES (v_doc_id, it.seen_at, it.external_id, it.title, it.body, it.url, it.source, it.published_at,
-                    v_sha1, decode(it.title_sha1, 'hex'), it.simhash, it.length, cardinality(v_clauses),
-                    it.norm_version);
-            INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
-            SELECT DISTINCT h, v_doc_id, it.seen_at FROM unnest(v_clauses) h;
+            PERFORM dedup_store_document(it, v_doc_id);
             doc_id := v_doc_id;
             IF verdict = 'review' THEN
-                INSERT INTO duplicate_candidates AS c (
-                    seen_at, external_id, title, body, url, source, published_at, content_sha1, simhash,
-                    doc_id, matched_doc_id, matched_seen_at, layer, score, distance, thresholds, status)
-                VALUES (it.seen_at, it.external_id, it.title, it.body, it.url, it.source, it.published_at,
-                        v_sha1, it.simhash, v_doc_id, r_doc_id, r_seen_at, r_layer, r_score,
-                        r_dist, v_thresholds, 'pending')
-                RETURNING c.candidate_id INTO candidate_id;
+                candidate_id := dedup_record_candidate(
+                    it, 'pending', r_layer, v_doc_id, r_doc_id, r_seen_at, NULL, r_score, r_dist,
+                    v_thresholds);
+            ELSE
+                INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict)
+                VALUES (it.seen_at, v_doc_id, it.external_id, it.url, it.source, 'new');
             END IF;
-            INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict, layer, score, candidate_id)
-            VALUES (it.seen_at, v_doc_id, it.external_id, it.url, it.source, verdict, layer, score, candidate_id);
         END IF;
         v_doc_id := NULL;
         RETURN NEXT;
@@ -403,19 +435,3 @@ END $$;
 
 COMMENT ON FUNCTION dedup_ingest(jsonb, boolean) IS
     'Check and store a batch of fingerprinted documents in one transaction; one verdict row per item. Called by dedup_pg.Deduper.';
-
--- Per day and source: what came in and what was decided.
-CREATE VIEW dedup_daily_stats AS
-SELECT (s.seen_at AT TIME ZONE 'UTC')::date AS day,
-       s.source,
-       count(*) AS ingested,
-       count(*) FILTER (WHERE s.verdict = 'new') AS new,
-       count(*) FILTER (WHERE s.verdict = 'review') AS review,
-       count(*) FILTER (WHERE s.layer = 'exact' AND s.verdict = 'duplicate') AS exact,
-       count(*) FILTER (WHERE s.layer = 'simhash' AND s.verdict = 'duplicate') AS simhash,
-       count(*) FILTER (WHERE s.layer = 'containment' AND s.verdict = 'duplicate') AS containment,
-       count(*) FILTER (WHERE s.layer = 'semantic' AND s.verdict = 'duplicate') AS semantic
-  FROM document_sightings s
- GROUP BY 1, 2;
-
-COMMENT ON VIEW dedup_daily_stats IS 'Ingest verdicts per UTC day and source (from document_sightings).';

@@ -102,7 +102,7 @@ CREATE TABLE document_sightings (
     url          text,
     source       text,
     verdict      text NOT NULL CONSTRAINT document_sightings_verdict_check
-                 CHECK (verdict IN ('new', 'duplicate', 'review')),
+                 CHECK (verdict IN ('new', 'duplicate', 'review', 'restored')),
     layer        text CONSTRAINT document_sightings_layer_check
                  CHECK (layer IN ('exact', 'simhash', 'containment', 'semantic')),
     score        double precision,
@@ -113,8 +113,10 @@ CREATE INDEX document_sightings_doc_id_idx ON document_sightings (doc_id);
 
 CREATE SEQUENCE duplicate_candidates_candidate_id_seq AS bigint;
 
--- Near-duplicate decisions with the incoming text in full, so that any of them
--- can be restored. status: auto (judged duplicate, not stored as a document),
+-- Every duplicate and review decision, with what is needed to undo it: the
+-- incoming text in full (for an exact duplicate whose body is byte-identical
+-- to the matched document's, body is NULL: the text is that document's) and its
+-- fingerprints. status: auto (judged duplicate, not stored as a document),
 -- pending (kept, waiting for a reviewer), confirmed, restored, dismissed.
 CREATE TABLE duplicate_candidates (
     candidate_id    bigint NOT NULL DEFAULT nextval('duplicate_candidates_candidate_id_seq'),
@@ -122,17 +124,21 @@ CREATE TABLE duplicate_candidates (
     created_at      timestamptz NOT NULL DEFAULT now(),
     external_id     text,
     title           text,
-    body            text NOT NULL,
+    body            text,
     url             text,
     source          text,
     published_at    timestamptz,
     content_sha1    bytea NOT NULL,
+    title_sha1      bytea,
     simhash         bigint NOT NULL,
-    doc_id          bigint,  -- the incoming text's own document, when it was kept (review)
+    text_length     integer NOT NULL,
+    clauses         bigint[] NOT NULL,
+    norm_version    smallint NOT NULL,
+    doc_id          bigint,  -- the incoming text's own document, while it is kept (review, restored)
     matched_doc_id  bigint NOT NULL,
     matched_seen_at timestamptz NOT NULL,
     layer           text NOT NULL CONSTRAINT duplicate_candidates_layer_check
-                    CHECK (layer IN ('simhash', 'containment', 'semantic')),
+                    CHECK (layer IN ('exact', 'simhash', 'containment', 'semantic')),
     score           double precision NOT NULL,
     distance        integer,
     thresholds      jsonb NOT NULL,
@@ -144,6 +150,7 @@ CREATE TABLE duplicate_candidates (
     CONSTRAINT duplicate_candidates_pkey PRIMARY KEY (candidate_id, seen_at)
 ) PARTITION BY RANGE (seen_at);
 ALTER SEQUENCE duplicate_candidates_candidate_id_seq OWNED BY duplicate_candidates.candidate_id;
+CREATE INDEX duplicate_candidates_candidate_id_idx ON duplicate_candidates (candidate_id);
 CREATE INDEX duplicate_candidates_matched_doc_id_idx ON duplicate_candidates (matched_doc_id);
 CREATE INDEX duplicate_candidates_pending_idx ON duplicate_candidates (created_at)
     WHERE status = 'pending';
@@ -158,6 +165,7 @@ CREATE TABLE dedup_whitelist (
     created_at     timestamptz NOT NULL DEFAULT now(),
     created_by     text NOT NULL DEFAULT current_user,
     note           text,
+    candidate_id   bigint,  -- the review decision that added it (undone with it)
     CONSTRAINT dedup_whitelist_shape_check CHECK (
         (kind = 'text' AND other_sha1 IS NULL)
         OR (kind = 'pair' AND other_sha1 IS NOT NULL AND content_sha1 < other_sha1))

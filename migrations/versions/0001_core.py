@@ -18,6 +18,7 @@ depends_on = None
 def upgrade() -> None:
     op.execute(read_sql("0001_schema.sql"))
     op.execute(read_sql("0001_functions.sql"))
+    op.execute(read_sql("0001_views.sql"))
 
 
 def downgrade() -> None:
@@ -25,6 +26,10 @@ def downgrade() -> None:
         """
         DROP VIEW IF EXISTS dedup_daily_stats;
         DROP FUNCTION IF EXISTS dedup_ingest(jsonb, boolean);
+        DROP FUNCTION IF EXISTS dedup_record_candidate(dedup_item, text, text, bigint, bigint,
+            timestamptz, text, double precision, integer, jsonb);
+        DROP FUNCTION IF EXISTS dedup_store_document(dedup_item, bigint);
+        DROP TYPE IF EXISTS dedup_item;
         DROP FUNCTION IF EXISTS dedup_pair_whitelisted(bytea, bytea);
         DROP FUNCTION IF EXISTS dedup_simhash_distances(integer, jsonb);
         DROP FUNCTION IF EXISTS dedup_band_neighbours(integer, integer);
