@@ -15,10 +15,12 @@ from importlib.resources import files
 from typing import IO, Any, TypeVar
 
 import click
+import psycopg
 
 from . import database
 from .deduper import DEFAULT_BATCH_SIZE, Deduper
 from .documents import InputError, parse_jsonl_line
+from .metrics import prometheus_text
 from .sqlfiles import queries
 from .verdicts import Verdict
 
@@ -198,12 +200,20 @@ def _describe(v: Verdict) -> str:
 
 @main.command()
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "prometheus"]),
+    default="table",
+    show_default=True,
+    help="prometheus: the Prometheus text format, to scrape or push.",
 )
 @_database_options
 def stats(fmt: str, dsn: str | None, home: str | None) -> None:
-    """Verdicts per day and source, and totals."""
+    """Verdicts per day and source (ingested, new, duplicates by layer, reviews, restored, errors)."""
     with _open(dsn, home) as dd:
+        if fmt == "prometheus":
+            click.echo(prometheus_text(dd.conn), nl=False)
+            return
         cur = dd.conn.execute(queries()["stats"])
         names = [c.name for c in cur.description or []]
         rows = cur.fetchall()
@@ -212,16 +222,8 @@ def stats(fmt: str, dsn: str | None, home: str | None) -> None:
             zip([c.name for c in tcur.description or []], tcur.fetchone() or (), strict=True)
         )
     if fmt == "json":
-        click.echo(
-            json.dumps(
-                {
-                    "totals": totals,
-                    "daily": [dict(zip(names, [str(r[0]), *r[1:]], strict=True)) for r in rows],
-                },
-                ensure_ascii=False,
-                indent=2,
-            )
-        )
+        daily = [dict(zip(names, [str(r[0]), *r[1:]], strict=True)) for r in rows]
+        click.echo(json.dumps({"totals": totals, "daily": daily}, ensure_ascii=False, indent=2))
         return
     click.echo("  ".join(f"{k} {v}" for k, v in totals.items()))
     click.echo(_table(names, [[str(r[0]), r[1] or "(none)", *r[2:]] for r in rows]))
@@ -289,6 +291,131 @@ def demo(keep: bool, dsn: str | None, home: str | None) -> None:
             import shutil
 
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+@main.group()
+def review() -> None:
+    """Work the review queue (the same functions a reviewer calls from psql)."""
+
+
+@review.command("list")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+@_database_options
+def review_list(limit: int, fmt: str, dsn: str | None, home: str | None) -> None:
+    """Pending reviews, oldest first."""
+    with _open(dsn, home) as dd:
+        cur = dd.conn.execute(queries()["review_list"], {"limit": limit})
+        names = [c.name for c in cur.description or []]
+        rows = cur.fetchall()
+    if fmt == "json":
+        items = [dict(zip(names, row, strict=True)) for row in rows]
+        click.echo(json.dumps(items, ensure_ascii=False, indent=2, default=str))
+        return
+    shown = [
+        [*r[:4], r[4] or "", r[5] or "", (r[6] or "")[:30], r[7], (r[8] or "")[:30]] for r in rows
+    ]
+    click.echo(_table(names, shown) if rows else "nothing to review")
+
+
+@review.command("show")
+@click.argument("candidate_id", type=int)
+@_database_options
+def review_show(candidate_id: int, dsn: str | None, home: str | None) -> None:
+    """One decision with both texts in full."""
+    with _open(dsn, home) as dd:
+        cur = dd.conn.execute(queries()["review_show"], {"id": candidate_id})
+        row = cur.fetchone()
+        if row is None:
+            raise click.ClickException(f"duplicate candidate {candidate_id} does not exist")
+        c = dict(zip([d.name for d in cur.description or []], row, strict=True))
+    score = f"score {c['score']:.3f}" + (
+        f", distance {c['distance']}" if c["distance"] is not None else ""
+    )
+    click.echo(
+        f"candidate {c['candidate_id']}: {c['status']}, {c['layer']}, {score}, at {c['created_at']:%Y-%m-%d %H:%M}"
+    )
+    if c["decided_at"]:
+        click.echo(
+            f"decided by {c['decided_by']} at {c['decided_at']:%Y-%m-%d %H:%M}: {c['note'] or ''}"
+        )
+    for side, prefix in (("incoming", ""), ("matched", "matched_")):
+        ident = c[f"{prefix}external_id"] or "-"
+        doc = c["doc_id"] if side == "incoming" else c["matched_doc_id"]
+        click.echo(
+            f"\n--- {side}: {ident} (doc_id {doc or '-'}; {c[f'{prefix}source'] or '-'} {c[f'{prefix}url'] or ''})"
+        )
+        click.echo(f"title: {c[f'{prefix}title'] or ''}")
+        click.echo(c[f"{prefix}body"] or "(gone)")
+
+
+def _decide(
+    verb: str,
+    candidate_id: int,
+    note: str | None,
+    by: str | None,
+    dsn: str | None,
+    home: str | None,
+) -> None:
+    with _open(dsn, home) as dd:
+        try:
+            row = dd.conn.execute(
+                queries()[verb], {"id": candidate_id, "note": note, "by": by or _whoami()}
+            ).fetchone()
+        except (psycopg.errors.RaiseException, psycopg.errors.NoDataFound) as exc:
+            hint = f" ({exc.diag.message_hint})" if exc.diag.message_hint else ""
+            raise click.ClickException(f"{exc.diag.message_primary}{hint}") from exc
+    assert row is not None
+    kept = f", document {row[2]}" if row[2] else ""
+    click.echo(f"candidate {row[0]}: {row[1]}{kept}")
+
+
+def _whoami() -> str:
+    import getpass
+
+    return getpass.getuser()
+
+
+_NOTE = click.option("--note", help="Why (kept with the decision).")
+_BY = click.option("--by", help="Who decides (default: the login name).")
+
+
+@review.command("restore")
+@click.argument("candidate_id", type=int)
+@_NOTE
+@_BY
+@_database_options
+def review_restore(
+    candidate_id: int, note: str | None, by: str | None, dsn: str | None, home: str | None
+) -> None:
+    """Not a duplicate: store it as a document and whitelist it."""
+    _decide("restore", candidate_id, note, by, dsn, home)
+
+
+@review.command("confirm")
+@click.argument("candidate_id", type=int)
+@_NOTE
+@_BY
+@_database_options
+def review_confirm(
+    candidate_id: int, note: str | None, by: str | None, dsn: str | None, home: str | None
+) -> None:
+    """A duplicate: drop its kept document, if any."""
+    _decide("confirm", candidate_id, note, by, dsn, home)
+
+
+@review.command("dismiss")
+@click.argument("candidate_id", type=int)
+@_NOTE
+@_BY
+@_database_options
+def review_dismiss(
+    candidate_id: int, note: str | None, by: str | None, dsn: str | None, home: str | None
+) -> None:
+    """A review that is not a duplicate: keep the document, whitelist the pair."""
+    _decide("dismiss", candidate_id, note, by, dsn, home)
 
 
 @main.group()

@@ -149,6 +149,18 @@ def _alembic(dsn: str, action: str, revision: str) -> None:
         engine.dispose()
 
 
+def head_revision() -> str:
+    """The newest migration this package ships."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(packaged_dir("migrations")))
+    head = ScriptDirectory.from_config(config).get_current_head()
+    assert head is not None
+    return head
+
+
 def current_revision(dsn: str) -> str | None:
     with connect(dsn, autocommit=True) as conn:
         try:

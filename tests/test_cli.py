@@ -136,5 +136,59 @@ def test_demo_console_script_on_a_fresh_embedded_server(tmp_path):
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
-    assert "18/18 verdicts as expected" in result.stdout
+    assert "19/19 verdicts as expected" in result.stdout
     assert "demo-05-repost-exact       duplicate of demo-05" in result.stdout
+
+
+def test_review_commands(dsn, sina):
+    original = sina[20]
+    lines = [
+        {"id": "orig", "title": original["title"], "body": original["body"]},
+        {
+            "id": "copy",
+            "title": original["title"],
+            "body": original["body"] + "\n本文转载自示例网,如有侵权请联系删除,谢谢。",
+        },
+    ]
+    run(
+        "ingest",
+        "-",
+        "--dsn",
+        dsn,
+        input="\n".join(json.dumps(x, ensure_ascii=False) for x in lines),
+    )
+    assert run("review", "list", "--dsn", dsn).stdout.strip() == "nothing to review"
+    shown = run("review", "show", "1", "--dsn", dsn)
+    assert shown.exit_code == 0 and shown.stdout.startswith("candidate 1: auto,")
+    assert "--- incoming: copy" in shown.stdout and "--- matched: orig" in shown.stdout
+    assert "本文转载自示例网" in shown.stdout
+    restored = run("review", "restore", "1", "--note", "own page", "--by", "ana", "--dsn", dsn)
+    assert restored.exit_code == 0 and restored.stdout.startswith(
+        "candidate 1: restored, document "
+    )
+    assert "decided by ana" in run("review", "show", "1", "--dsn", dsn).stdout
+    refused = run("review", "dismiss", "1", "--dsn", dsn)
+    assert refused.exit_code == 0  # restored is already kept: a no-op
+    confirmed = run("review", "confirm", "1", "--dsn", dsn)
+    assert confirmed.stdout.strip() == "candidate 1: confirmed"
+    wrong = run("review", "dismiss", "1", "--dsn", dsn)
+    assert (
+        wrong.exit_code == 1
+        and "not queued for review" in wrong.output
+        and "restore_candidate()" in wrong.output
+    )
+    missing = run("review", "show", "42", "--dsn", dsn)
+    assert missing.exit_code == 1 and "does not exist" in missing.output
+
+
+def test_stats_prometheus(dsn):
+    run(
+        "ingest",
+        "-",
+        "--dsn",
+        dsn,
+        input=json.dumps({"id": "x", "body": GOOD, "source": "s"}, ensure_ascii=False),
+    )
+    text = run("stats", "--dsn", dsn, "--format", "prometheus").stdout
+    assert 'dedup_pg_verdicts_total{layer="",source="s",verdict="new"} 1.0' in text
+    assert "# HELP dedup_pg_review_pending" in text

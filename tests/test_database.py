@@ -32,7 +32,8 @@ def _objects(dsn):
         functions = {
             r[0]
             for r in conn.execute(
-                "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace AND proname LIKE 'dedup%'"
+                "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace "
+                "AND (proname LIKE 'dedup%' OR proname LIKE '%_candidate')"
             )
         }
     return tables, functions
@@ -49,13 +50,26 @@ def test_migrations_up_down_up(template_dsn):
         database.migrate(dsn)
         tables, functions = _objects(dsn)
         assert TABLES <= tables and {"dedup_ingest", "dedup_ensure_partitions"} <= functions
-        assert database.current_revision(dsn) == "0001"
+        assert {"restore_candidate", "confirm_candidate", "dismiss_candidate"} <= functions
+        assert database.current_revision(dsn) == database.head_revision() == "0002"
+        database.downgrade(dsn, "0001")  # step by step: the review objects go, the core stays
+        tables, functions = _objects(dsn)
+        assert (
+            TABLES <= tables
+            and "dedup_ingest" in functions
+            and "restore_candidate" not in functions
+        )
+        with psycopg.connect(dsn) as conn:  # 0001's stats view is back
+            conn.execute(
+                "SELECT day, source, ingested, new, review FROM dedup_daily_stats"
+            ).fetchall()
         database.downgrade(dsn, "base")
         tables, functions = _objects(dsn)
         assert not (TABLES & tables) and not functions
         database.migrate(dsn)  # and back up again
         assert TABLES <= _objects(dsn)[0]
         database.migrate(dsn)  # idempotent at head
+        assert database.current_revision(dsn) == "0002"
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
