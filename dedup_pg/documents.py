@@ -89,7 +89,13 @@ def _time(value: Any, field: str) -> datetime | None:
             raise InputError(f"{field} {value!r} is not an ISO 8601 time") from None
     else:
         raise InputError(f"{field} must be an ISO 8601 string or epoch number")
-    return result if result.tzinfo else result.replace(tzinfo=timezone.utc)
+    if result.tzinfo is None:
+        return result.replace(tzinfo=timezone.utc)
+    # stored in UTC: Python accepts offsets up to ±24h, PostgreSQL only ±15:59
+    try:
+        return result.astimezone(timezone.utc)
+    except OverflowError:
+        raise InputError(f"{field} {value!r} is out of range") from None
 
 
 def to_document(item: Document | Mapping[str, Any] | str, max_chars: int) -> Document:

@@ -137,6 +137,11 @@ class SentenceTransformerEmbedder:
     network that download retries for about a minute before failing, so offline
     machines should set ``HF_HUB_OFFLINE=1`` or pass a folder.
     Raises :class:`EmbedderUnavailable` with what to do when neither works.
+
+    name: the identifier stored with the vectors, by default ``st:`` + the name or
+        the folder's absolute path; pin it when a folder holds a copy of a hub model
+        (e.g. ``st:paraphrase-multilingual-MiniLM-L12-v2``) so moving the folder
+        does not orphan the stored vectors.
     """
 
     def __init__(
@@ -146,6 +151,7 @@ class SentenceTransformerEmbedder:
         *,
         local_files_only: bool = False,
         batch_size: int = 32,
+        name: str | None = None,
     ) -> None:
         try:
             from sentence_transformers import SentenceTransformer
@@ -176,7 +182,7 @@ class SentenceTransformerEmbedder:
                 "download it on a machine with network access into the HF cache "
                 f"({os.environ.get('HF_HOME', '~/.cache/huggingface')})."
             ) from exc
-        self._name = f"st:{source}"
+        self._name = name or f"st:{source}"
         self._batch_size = batch_size
         dim = self._model.get_sentence_embedding_dimension()
         if not dim:
@@ -198,9 +204,9 @@ class SentenceTransformerEmbedder:
 
     @property
     def max_chars(self) -> int | None:
-        # One token per character is the worst case for Chinese (a character never
-        # splits into several pieces in these vocabularies, often several share one),
-        # minus room for the [CLS]/[SEP] tokens.
+        # Subword pieces hold at least one character each (Chinese: one or a few), so
+        # a text of this many characters fits the window with [CLS] and [SEP] (give or
+        # take a lone word-start piece in sentencepiece vocabularies).
         return max(16, self.max_seq_length - 2)
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -243,9 +249,10 @@ def load_embedder(spec: str, *, device: str = "cpu") -> Embedder:
 
 # --------------------------------------------------------------------------- long documents
 
-# A sentence ends with 。！？ (or !?), closing quotes and brackets stay with it; a line
-# end also ends one (titles, list items, paragraphs without a full stop).
-_SENTENCE = re.compile(r"[^。！？!?\n]*[。！？!?]+[”’\"」』）)]*|[^\n]+")
+# A sentence ends with 。！？ (or !? or a full stop before a space, for Latin text), and
+# closing quotes and brackets stay with it; a line end also ends one (titles, list
+# items, paragraphs without a full stop).
+_SENTENCE = re.compile(r"(?:[^。！？!?.\n]|\.(?!\s))*(?:[。！？!?]+|\.(?=\s))[”’\"」』）)]*|[^\n]+")
 
 
 def split_sentences(text: str) -> list[str]:

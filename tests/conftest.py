@@ -9,6 +9,7 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -38,16 +39,25 @@ def _dsn_for(template_dsn: str, dbname: str) -> str:
     return psycopg.conninfo.make_conninfo(template_dsn, dbname=dbname)
 
 
-@pytest.fixture
-def dsn(template_dsn: str) -> Iterator[str]:
-    """A fresh, migrated database for one test."""
+@contextmanager
+def fresh_database(template_dsn: str) -> Iterator[str]:
+    """A new database cloned from the migrated template, dropped afterwards."""
     name = f"test_{uuid.uuid4().hex[:12]}"
     admin = _dsn_for(template_dsn, "postgres")
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{database.EMBEDDED_DB}"')
-    yield _dsn_for(template_dsn, name)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    try:
+        yield _dsn_for(template_dsn, name)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def dsn(template_dsn: str) -> Iterator[str]:
+    """A fresh, migrated database for one test."""
+    with fresh_database(template_dsn) as target:
+        yield target
 
 
 @pytest.fixture
