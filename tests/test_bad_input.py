@@ -36,6 +36,10 @@ def _batch_with(bad, dd):
             {"id": "bad-time", "body": GOOD, "seen_at": "yesterday"},
             "seen_at 'yesterday' is not an ISO 8601 time",
         ),
+        (
+            {"id": "far-time", "body": GOOD, "seen_at": "0001-01-01T00:10:00+18:20"},
+            "is out of range",
+        ),
         ({"id": "huge", "body": "长" * 1_000_001}, "more than max_chars=1,000,000"),
         (["not", "an", "object"], "an item must be an object with a body, got list"),
     ],
