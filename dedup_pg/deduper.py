@@ -102,8 +102,13 @@ class Deduper:
     # -- public API ----------------------------------------------------------
     def ingest(self, doc: Item) -> Verdict:
         """Check one document and store it unless it is a duplicate."""
-        prepared = prepare_batch([doc], options=self.options, max_chars=self.max_chars)
-        return self._execute(prepared, dry_run=False)[0]
+        return self.ingest_batch([doc])[0]
+
+    def ingest_batch(self, docs: list[Item]) -> list[Verdict]:
+        """Check and store ``docs`` in one transaction, fingerprinted in this
+        thread: for callers that already batch (the HTTP service, Scrapy)."""
+        prepared = prepare_batch(docs, options=self.options, max_chars=self.max_chars)
+        return self._execute(prepared, dry_run=False)
 
     def ingest_many(
         self, docs: Iterable[Item], batch_size: int | None = None, *, workers: int = 0

@@ -188,8 +188,8 @@ def create_app(
     )
     def ingest(req: IngestRequest) -> IngestResponse:
         with state["pool"].deduper() as dd:
-            docs = [d.model_dump() for d in req.documents]
-            return IngestResponse(verdicts=[_out(v) for v in dd.ingest_many(docs)])
+            verdicts = dd.ingest_batch([d.model_dump() for d in req.documents])
+            return IngestResponse(verdicts=[_out(v) for v in verdicts])
 
     @app.get(
         "/v1/documents/{doc_id}",
