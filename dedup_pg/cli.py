@@ -382,40 +382,23 @@ _NOTE = click.option("--note", help="Why (kept with the decision).")
 _BY = click.option("--by", help="Who decides (default: the login name).")
 
 
-@review.command("restore")
-@click.argument("candidate_id", type=int)
-@_NOTE
-@_BY
-@_database_options
-def review_restore(
-    candidate_id: int, note: str | None, by: str | None, dsn: str | None, home: str | None
-) -> None:
-    """Not a duplicate: store it as a document and whitelist it."""
-    _decide("restore", candidate_id, note, by, dsn, home)
+def _decision(verb: str, summary: str) -> None:
+    """Add ``review VERB ID``: one of the reviewer's verbs, as in psql."""
+
+    @review.command(verb, help=summary)
+    @click.argument("candidate_id", type=int)
+    @_NOTE
+    @_BY
+    @_database_options
+    def command(
+        candidate_id: int, note: str | None, by: str | None, dsn: str | None, home: str | None
+    ) -> None:
+        _decide(verb, candidate_id, note, by, dsn, home)
 
 
-@review.command("confirm")
-@click.argument("candidate_id", type=int)
-@_NOTE
-@_BY
-@_database_options
-def review_confirm(
-    candidate_id: int, note: str | None, by: str | None, dsn: str | None, home: str | None
-) -> None:
-    """A duplicate: drop its kept document, if any."""
-    _decide("confirm", candidate_id, note, by, dsn, home)
-
-
-@review.command("dismiss")
-@click.argument("candidate_id", type=int)
-@_NOTE
-@_BY
-@_database_options
-def review_dismiss(
-    candidate_id: int, note: str | None, by: str | None, dsn: str | None, home: str | None
-) -> None:
-    """A review that is not a duplicate: keep the document, whitelist the pair."""
-    _decide("dismiss", candidate_id, note, by, dsn, home)
+_decision("restore", "Not a duplicate: store it as a document and whitelist it.")
+_decision("confirm", "A duplicate: drop its kept document, if any.")
+_decision("dismiss", "A review that is not a duplicate: keep the document, whitelist the pair.")
 
 
 @main.group()

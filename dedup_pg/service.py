@@ -56,23 +56,8 @@ class IngestRequest(BaseModel):
     documents: list[DocumentIn] = Field(min_length=1, max_length=DEFAULT_MAX_DOCUMENTS)
 
 
-class VerdictOut(BaseModel):
-    id: str | None
-    verdict: str = Field(description="new | duplicate | review | error")
-    layer: str | None = Field(
-        None, description="exact | simhash | containment (for duplicate and review)"
-    )
-    matched_id: str | None = None
-    matched_doc_id: int | None = None
-    doc_id: int | None = None
-    score: float | None = None
-    distance: int | None = None
-    candidate_id: int | None = None
-    error: str | None = None
-
-
 class IngestResponse(BaseModel):
-    verdicts: list[VerdictOut]
+    verdicts: list[Verdict]
 
 
 class DocumentOut(BaseModel):
@@ -116,10 +101,6 @@ class _Pool:
     def close(self) -> None:
         for dd in self._all:
             dd.close()
-
-
-def _out(v: Verdict) -> VerdictOut:
-    return VerdictOut(**v.to_dict())
 
 
 def create_app(
@@ -172,13 +153,13 @@ def create_app(
 
     @app.post(
         "/v1/check",
-        response_model=VerdictOut,
+        response_model=Verdict,
         dependencies=[Depends(authorized)],
         summary="Read-only verdict for one document (nothing is stored)",
     )
-    def check(doc: DocumentIn) -> VerdictOut:
+    def check(doc: DocumentIn) -> Verdict:
         with state["pool"].deduper() as dd:
-            return _out(dd.check_many([doc.model_dump()])[0])
+            return dd.check_many([doc.model_dump()])[0]
 
     @app.post(
         "/v1/ingest",
@@ -189,7 +170,7 @@ def create_app(
     def ingest(req: IngestRequest) -> IngestResponse:
         with state["pool"].deduper() as dd:
             verdicts = dd.ingest_batch([d.model_dump() for d in req.documents])
-            return IngestResponse(verdicts=[_out(v) for v in verdicts])
+            return IngestResponse(verdicts=verdicts)
 
     @app.get(
         "/v1/documents/{doc_id}",
