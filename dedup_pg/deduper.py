@@ -34,6 +34,8 @@ from .verdicts import Verdict
 
 _log = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = 500
+#: Settings that decide fingerprints: set per database, never per call.
+_PER_DATABASE = frozenset({"lowercase", "noise_patterns", "max_chars"})
 #: What ingest accepts: a Document, a mapping with the JSONL fields, bare text
 #: (str, or UTF-8 bytes), or a reader's InputError to be reported in its place.
 Item = Document | Mapping[str, Any] | str | bytes | InputError
@@ -66,6 +68,7 @@ class Deduper:
         home: str | os.PathLike[str] | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         migrate: bool = True,
+        thresholds: Mapping[str, Any] | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -77,6 +80,7 @@ class Deduper:
         self.times = StageTimes()
         self._days: set[date] = set()
         self.reload_settings()
+        self.thresholds = self.check_thresholds(thresholds or {})
 
     # -- settings ------------------------------------------------------------
     def reload_settings(self) -> None:
@@ -89,6 +93,14 @@ class Deduper:
             noise_patterns=DEFAULT_NOISE_PATTERNS if patterns is None else tuple(patterns),
         )
         self.max_chars = int(self.settings.get("max_chars", 1_000_000))
+
+    def check_thresholds(self, thresholds: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate per-call threshold overrides: known settings only, and not the
+        normalization ones (those change fingerprints, so they are per database)."""
+        bad = sorted(k for k in thresholds if k not in self.settings or k in _PER_DATABASE)
+        if bad:
+            raise ValueError(f"these settings cannot be overridden per call: {', '.join(bad)}")
+        return dict(thresholds)
 
     def set_setting(self, name: str, value: Any) -> None:
         """Change one setting (validated by re-reading it)."""
@@ -104,11 +116,14 @@ class Deduper:
         """Check one document and store it unless it is a duplicate."""
         return self.ingest_batch([doc])[0]
 
-    def ingest_batch(self, docs: list[Item]) -> list[Verdict]:
+    def ingest_batch(
+        self, docs: list[Item], thresholds: Mapping[str, Any] | None = None
+    ) -> list[Verdict]:
         """Check and store ``docs`` in one transaction, fingerprinted in this
-        thread: for callers that already batch (the HTTP service, Scrapy)."""
+        thread: for callers that already batch (the HTTP service, Scrapy).
+        ``thresholds`` override the settings for this call only."""
         prepared = prepare_batch(docs, options=self.options, max_chars=self.max_chars)
-        return self._execute(prepared, dry_run=False)
+        return self._execute(prepared, dry_run=False, thresholds=thresholds)
 
     def ingest_many(
         self, docs: Iterable[Item], batch_size: int | None = None, *, workers: int = 0
@@ -137,10 +152,12 @@ class Deduper:
         """Check a text against the database without storing anything."""
         return self.check_many([{"body": text, "title": title}])[0]
 
-    def check_many(self, docs: Iterable[Item]) -> list[Verdict]:
+    def check_many(
+        self, docs: Iterable[Item], thresholds: Mapping[str, Any] | None = None
+    ) -> list[Verdict]:
         """Read-only check of several documents (each against the database only)."""
         prepared = prepare_batch(list(docs), options=self.options, max_chars=self.max_chars)
-        return self._execute(prepared, dry_run=True)
+        return self._execute(prepared, dry_run=True, thresholds=thresholds)
 
     def close(self) -> None:
         self.conn.close()
@@ -152,14 +169,21 @@ class Deduper:
         self.close()
 
     # -- the path ------------------------------------------------------------
-    def _execute(self, prepared: Prepared, *, dry_run: bool) -> list[Verdict]:
+    def _execute(
+        self, prepared: Prepared, *, dry_run: bool, thresholds: Mapping[str, Any] | None = None
+    ) -> list[Verdict]:
         started = time.perf_counter()
         results: list[Verdict | None] = [None] * prepared.size
         for pos, ident, message, _record in prepared.errors:
             results[pos] = Verdict(id=ident, verdict="error", error=message)
         records = [] if dry_run else [e[3] for e in prepared.errors]
         ids = {row["pos"]: row["external_id"] for row in prepared.rows}
-        rows = self._call(prepared.rows, records, dry_run) if (prepared.rows or records) else []
+        overrides = self.thresholds | self.check_thresholds(thresholds or {})
+        rows = (
+            self._call(prepared.rows, records, dry_run, overrides)
+            if (prepared.rows or records)
+            else []
+        )
         for row in rows:
             pos = row[0]
             results[pos] = Verdict(
@@ -183,7 +207,11 @@ class Deduper:
         return results  # type: ignore[return-value]
 
     def _call(
-        self, payload: list[dict[str, Any]], errors: list[dict[str, Any]], dry_run: bool
+        self,
+        payload: list[dict[str, Any]],
+        errors: list[dict[str, Any]],
+        dry_run: bool,
+        overrides: dict[str, Any],
     ) -> list[tuple[Any, ...]]:
         """One transaction: record input errors, then dedup_ingest over the batch.
 
@@ -201,9 +229,12 @@ class Deduper:
                             cur.executemany(queries()["record_error"], errors)
                     if not payload:
                         return []
-                    return self.conn.execute(
-                        sql, {"items": Jsonb(payload), "dry_run": dry_run}
-                    ).fetchall()
+                    params = {
+                        "items": Jsonb(payload),
+                        "dry_run": dry_run,
+                        "overrides": Jsonb(overrides),
+                    }
+                    return self.conn.execute(sql, params).fetchall()
             except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
                 if attempt == 2:
                     raise
@@ -217,11 +248,15 @@ class Deduper:
                     message = f"rejected by PostgreSQL: {exc}".strip()
                     return [(payload[0]["pos"], "error", *([None] * 7), message)]
                 _log.warning("batch rejected by the server (%s); retrying item by item", exc)
-                return self._call_one_by_one(payload, errors, dry_run)
+                return self._call_one_by_one(payload, errors, dry_run, overrides)
         raise AssertionError("unreachable")
 
     def _call_one_by_one(
-        self, payload: list[dict[str, Any]], errors: list[dict[str, Any]], dry_run: bool
+        self,
+        payload: list[dict[str, Any]],
+        errors: list[dict[str, Any]],
+        dry_run: bool,
+        overrides: dict[str, Any],
     ) -> list[tuple[Any, ...]]:
         """Isolate the item the server rejects: one transaction per item."""
         if errors:
@@ -229,7 +264,7 @@ class Deduper:
                 cur.executemany(queries()["record_error"], errors)
         rows: list[tuple[Any, ...]] = []
         for item in payload:
-            rows.extend(self._call([item], [], dry_run))
+            rows.extend(self._call([item], [], dry_run, overrides))
         return rows
 
     def _ensure_partitions(self, payload: list[dict[str, Any]]) -> None:

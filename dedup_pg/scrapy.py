@@ -24,6 +24,8 @@ DEDUP_PG_MAX_DELAY          seconds an item waits for its batch to fill (default
 DEDUP_PG_ON_REVIEW          ``keep`` (default) or ``drop`` items sent to review
 DEDUP_PG_ON_ERROR           ``keep`` (default) or ``drop`` items that cannot be checked
 DEDUP_PG_VERDICT_FIELD      field that receives the verdict dict (default ``dedup``; empty: none)
+DEDUP_PG_THRESHOLDS         thresholds for this crawl over the database's settings, e.g.
+                            ``{"containment_threshold": 0.9, "simhash_distance": 2}``
 ==========================  ===============================================================
 
 An item with ``html`` and no ``body`` is checked on the page's text with tags,
@@ -70,6 +72,7 @@ class DedupPipeline:
             if value not in ("keep", "drop"):
                 raise NotConfigured(f"{name} must be 'keep' or 'drop', not {value!r}")
         self.verdict_field: str = settings.get("DEDUP_PG_VERDICT_FIELD", "dedup")
+        self.thresholds = dict(settings.getdict("DEDUP_PG_THRESHOLDS"))
         self._pending: list[tuple[dict[str, Any], asyncio.Future[Verdict]]] = []
         self._running: set[asyncio.Task[None]] = set()
         self._timer: asyncio.TimerHandle | None = None
@@ -83,7 +86,7 @@ class DedupPipeline:
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dedup-pg")
         loop = asyncio.get_running_loop()
         self._dd = await loop.run_in_executor(
-            self._executor, lambda: Deduper(self.dsn, home=self.home)
+            self._executor, lambda: Deduper(self.dsn, home=self.home, thresholds=self.thresholds)
         )
         if self.source is None and self.crawler.spider is not None:
             self.source = self.crawler.spider.name

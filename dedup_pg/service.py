@@ -52,8 +52,20 @@ class DocumentIn(BaseModel):
     published_at: datetime | None = None
 
 
+_THRESHOLDS = Field(
+    None,
+    description="Thresholds for this request over the database's settings "
+    '(names as in dedup_settings, e.g. {"containment_threshold": 0.9})',
+)
+
+
+class CheckRequest(DocumentIn):
+    thresholds: dict[str, Any] | None = _THRESHOLDS
+
+
 class IngestRequest(BaseModel):
     documents: list[DocumentIn] = Field(min_length=1, max_length=DEFAULT_MAX_DOCUMENTS)
+    thresholds: dict[str, Any] | None = _THRESHOLDS
 
 
 class IngestResponse(BaseModel):
@@ -101,6 +113,13 @@ class _Pool:
     def close(self) -> None:
         for dd in self._all:
             dd.close()
+
+
+def _thresholds(dd: Deduper, thresholds: dict[str, Any] | None) -> dict[str, Any]:
+    try:
+        return dd.check_thresholds(thresholds or {})
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from exc
 
 
 def create_app(
@@ -157,9 +176,11 @@ def create_app(
         dependencies=[Depends(authorized)],
         summary="Read-only verdict for one document (nothing is stored)",
     )
-    def check(doc: DocumentIn) -> Verdict:
+    def check(req: CheckRequest) -> Verdict:
         with state["pool"].deduper() as dd:
-            return dd.check_many([doc.model_dump()])[0]
+            return dd.check_many(
+                [req.model_dump(exclude={"thresholds"})], _thresholds(dd, req.thresholds)
+            )[0]
 
     @app.post(
         "/v1/ingest",
@@ -169,7 +190,9 @@ def create_app(
     )
     def ingest(req: IngestRequest) -> IngestResponse:
         with state["pool"].deduper() as dd:
-            verdicts = dd.ingest_batch([d.model_dump() for d in req.documents])
+            verdicts = dd.ingest_batch(
+                [d.model_dump() for d in req.documents], _thresholds(dd, req.thresholds)
+            )
             return IngestResponse(verdicts=verdicts)
 
     @app.get(

@@ -154,7 +154,8 @@ END $$;
 -- ones of the same batch. Layers, in order: whitelist, exact (SHA-1),
 -- SimHash (duplicate distance), clause containment, then the review bands
 -- of both. p_dry_run = true checks without locking or writing (is_duplicate).
-CREATE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false)
+-- p_overrides: thresholds for this call only, over dedup_settings.
+CREATE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
                score double precision, distance integer, candidate_id bigint)
@@ -198,6 +199,16 @@ DECLARE
     v_thresholds jsonb;
 BEGIN
     SELECT jsonb_object_agg(s.name, s.value) INTO v_settings FROM dedup_settings s;
+    -- per-call thresholds (a content type's presets, a stricter pipeline); the
+    -- normalization settings cannot be overridden: they change fingerprints
+    IF EXISTS (SELECT 1 FROM jsonb_object_keys(coalesce(p_overrides, '{}')) k
+                WHERE NOT v_settings ? k OR k IN ('lowercase', 'noise_patterns', 'max_chars')) THEN
+        RAISE EXCEPTION 'dedup_ingest: these settings cannot be overridden per call: %',
+            (SELECT string_agg(k, ', ') FROM jsonb_object_keys(p_overrides) k
+              WHERE NOT v_settings ? k OR k IN ('lowercase', 'noise_patterns', 'max_chars'))
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_settings := v_settings || coalesce(p_overrides, '{}');
     v_window := make_interval(days => (v_settings ->> 'window_days')::integer);
     v_cont_dup := (v_settings ->> 'containment_threshold')::double precision;
     v_cont_review := (v_settings ->> 'containment_review_threshold')::double precision;
@@ -433,5 +444,5 @@ BEGIN
     END LOOP;
 END $$;
 
-COMMENT ON FUNCTION dedup_ingest(jsonb, boolean) IS
+COMMENT ON FUNCTION dedup_ingest(jsonb, boolean, jsonb) IS
     'Check and store a batch of fingerprinted documents in one transaction; one verdict row per item. Called by dedup_pg.Deduper.';

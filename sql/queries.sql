@@ -4,7 +4,7 @@
 -- name: ingest
 -- Check and store one batch (see dedup_ingest in 0001_functions.sql).
 SELECT pos, verdict, layer, doc_id, matched_doc_id, matched_external_id, score, distance, candidate_id
-  FROM dedup_ingest(%(items)s, %(dry_run)s);
+  FROM dedup_ingest(%(items)s, %(dry_run)s, %(overrides)s);
 
 -- name: ensure_partitions
 SELECT dedup_ensure_partitions(%(from)s, %(to)s);

@@ -2,6 +2,7 @@
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
 from psycopg.types.json import Jsonb
 
 from dedup_pg import Deduper, Document
@@ -302,3 +303,38 @@ def test_deduper_uses_the_dsn_environment_variable(dsn, monkeypatch):
     monkeypatch.setenv("DEDUP_PG_DSN", dsn)
     with Deduper() as dd:
         assert dd.dsn == dsn
+
+
+def test_thresholds_per_call(dd, sina):
+    dd.ingest(_article(sina, 120))
+    copy = {
+        "id": "banner",
+        "title": sina[120]["title"],
+        "body": sina[120]["body"] + "\n本文来自示例网,转载请保留出处链接,谢谢您的支持与合作。",
+    }
+    assert dd.check_many([copy])[0].verdict == "duplicate"
+    strict = {
+        "simhash_distance": 0,
+        "simhash_review_distance": 0,
+        "containment_threshold": 1.01,
+        "containment_review_threshold": 1.01,
+    }
+    assert dd.check_many([copy], strict)[0].verdict == "new"
+    v = dd.ingest_batch([copy], strict)[0]
+    assert v.verdict == "new"
+    with pytest.raises(ValueError, match="cannot be overridden per call: lowercase, nope"):
+        dd.ingest_batch([copy], {"lowercase": True, "nope": 1})
+
+
+def test_thresholds_are_recorded_with_each_decision(dsn, sina):
+    with Deduper(dsn, thresholds={"containment_threshold": 0.75}) as strictish:
+        strictish.ingest(_article(sina, 130))
+        v = strictish.ingest(
+            {**_article(sina, 130), "id": "c", "body": sina[130]["body"] + "\n(完)"}
+        )
+        if v.candidate_id:
+            recorded = strictish.conn.execute(
+                "SELECT thresholds ->> 'containment_threshold' FROM duplicate_candidates WHERE candidate_id = %s",
+                [v.candidate_id],
+            ).fetchone()[0]
+            assert recorded == "0.75"

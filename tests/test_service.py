@@ -121,6 +121,30 @@ def test_bad_requests_are_4xx(server):
     assert v["verdict"] == "new"  # found by schemathesis: PostgreSQL allows offsets only to ±15:59
 
 
+def test_thresholds_per_request(server, sina):
+    a = sina[3]
+    httpx.post(
+        f"{server}/v1/ingest",
+        json={"documents": [{"id": "t", "title": a["title"], "body": a["body"]}]},
+    )
+    copy = {"title": a["title"], "body": a["body"] + "(本文来自示例网,转载请注明出处。)"}
+    assert httpx.post(f"{server}/v1/check", json=copy).json()["verdict"] == "duplicate"
+    strict = {
+        "simhash_distance": 0,
+        "simhash_review_distance": 0,
+        "containment_threshold": 1.01,
+        "containment_review_threshold": 1.01,
+    }
+    assert (
+        httpx.post(f"{server}/v1/check", json={**copy, "thresholds": strict}).json()["verdict"]
+        == "new"
+    )
+    bad = httpx.post(
+        f"{server}/v1/ingest", json={"documents": [copy], "thresholds": {"noise_patterns": []}}
+    )
+    assert bad.status_code == 422 and "cannot be overridden" in bad.text
+
+
 def test_concurrent_requests_with_the_same_document_store_it_once(server, sina):
     a = sina[1]
     body = {"documents": [{"id": "same", "title": a["title"], "body": a["body"]}]}

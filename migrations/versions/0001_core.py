@@ -25,7 +25,7 @@ def downgrade() -> None:
     op.execute(
         """
         DROP VIEW IF EXISTS dedup_daily_stats;
-        DROP FUNCTION IF EXISTS dedup_ingest(jsonb, boolean);
+        DROP FUNCTION IF EXISTS dedup_ingest(jsonb, boolean, jsonb);
         DROP FUNCTION IF EXISTS dedup_record_candidate(dedup_item, text, text, bigint, bigint,
             timestamptz, text, double precision, integer, jsonb);
         DROP FUNCTION IF EXISTS dedup_store_document(dedup_item, bigint);
