@@ -83,6 +83,16 @@ def _read_jsonl(stream: IO[bytes]) -> Iterator[dict[str, Any] | InputError]:
             yield exc
 
 
+def _count_lines(file: IO[bytes]) -> int | None:
+    """Non-empty lines of a regular file (for the progress bar's total); None for a pipe."""
+    if not file.seekable():
+        return None
+    start = file.tell()
+    total = sum(1 for line in file if line.strip())
+    file.seek(start)
+    return total
+
+
 def _verdict_line(v: Verdict) -> str:
     return json.dumps(
         {
@@ -150,7 +160,12 @@ def ingest(
     with _open(dsn, home, batch_size=batch_size) as dd:
         from tqdm import tqdm
 
-        bar = tqdm(unit="doc", disable=not show, file=sys.stderr)
+        bar = tqdm(
+            unit="doc",
+            disable=not show,
+            file=sys.stderr,
+            total=_count_lines(file) if show else None,
+        )
         for verdict in dd.ingest_many(_read_jsonl(file), workers=workers):
             key = (
                 verdict.verdict if verdict.verdict != "duplicate" else f"duplicate/{verdict.layer}"
