@@ -69,3 +69,10 @@ SELECT coalesce(source, ''), count(*) FROM ingest_errors GROUP BY 1;
 
 -- name: metric_documents
 SELECT count(*) FROM documents;
+
+-- name: partitions
+SELECT table_name, day, partition_name, approx_rows, bytes
+  FROM dedup_partitions ORDER BY day, table_name;
+
+-- name: window_days
+SELECT (value #>> '{}')::integer FROM dedup_settings WHERE name = 'window_days';

@@ -51,7 +51,10 @@ def test_migrations_up_down_up(template_dsn):
         tables, functions = _objects(dsn)
         assert TABLES <= tables and {"dedup_ingest", "dedup_ensure_partitions"} <= functions
         assert {"restore_candidate", "confirm_candidate", "dismiss_candidate"} <= functions
-        assert database.current_revision(dsn) == database.head_revision() == "0002"
+        assert database.current_revision(dsn) == database.head_revision() == "0003"
+        database.downgrade(dsn, "0002")
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("SELECT to_regclass('dedup_partitions')").fetchone()[0] is None
         database.downgrade(dsn, "0001")  # step by step: the review objects go, the core stays
         tables, functions = _objects(dsn)
         assert (
@@ -69,7 +72,7 @@ def test_migrations_up_down_up(template_dsn):
         database.migrate(dsn)  # and back up again
         assert TABLES <= _objects(dsn)[0]
         database.migrate(dsn)  # idempotent at head
-        assert database.current_revision(dsn) == "0002"
+        assert database.current_revision(dsn) == database.head_revision()
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -1,0 +1,77 @@
+"""Day partitions as an operation: list them, create days ahead, drop old days.
+
+Dropping a day is a partition drop, not a DELETE: each of the four per-day
+tables' partition is detached with ``DETACH PARTITION ... CONCURRENTLY`` (which
+does not block ingest into other days) and then dropped. Days inside the
+look-back window are refused: they are still being compared against. That also
+keeps the exact layer right without touching it: a dropped day's digests in
+``document_digests`` are older than any window, and the ingest function takes
+over a digest last seen outside the window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+
+import psycopg
+from psycopg import sql
+
+from .sqlfiles import queries
+
+TABLES = ("documents", "document_clauses", "document_sightings", "duplicate_candidates")
+
+
+@dataclass(frozen=True)
+class Partition:
+    table: str
+    day: date
+    name: str
+    approx_rows: int
+    bytes: int
+
+
+def list_partitions(conn: psycopg.Connection) -> list[Partition]:
+    return [Partition(*row) for row in conn.execute(queries()["partitions"])]
+
+
+def ensure(conn: psycopg.Connection, days_ahead: int, today: date | None = None) -> int:
+    """Create the partitions from today through ``days_ahead`` days ahead; returns
+    how many were missing."""
+    if days_ahead < 0:
+        raise ValueError("days_ahead must be >= 0")
+    start = today or datetime.now(timezone.utc).date()
+    row = conn.execute(
+        queries()["ensure_partitions"], {"from": start, "to": start + timedelta(days_ahead)}
+    )
+    return int(row.fetchone()[0])  # type: ignore[index]
+
+
+def drop_older_than(
+    conn: psycopg.Connection, days: int, *, today: date | None = None, force: bool = False
+) -> list[str]:
+    """Drop every day partition older than ``days`` days (UTC); returns the
+    partitions dropped. Refuses days inside the look-back window unless ``force``."""
+    if days < 1:
+        raise ValueError("--older-than must be at least 1 day")
+    window = int(conn.execute(queries()["window_days"]).fetchone()[0])  # type: ignore[index]
+    if not force and (window == 0 or days <= window):
+        what = "all history (window_days = 0)" if window == 0 else f"the last {window} days"
+        raise ValueError(
+            f"refusing to drop days the checks still look back over ({what}); "
+            "use an older cutoff, lower window_days, or force"
+        )
+    cutoff = (today or datetime.now(timezone.utc).date()) - timedelta(days)
+    dropped = []
+    for part in sorted(list_partitions(conn), key=lambda p: (p.day, p.table)):
+        if part.day >= cutoff:
+            continue
+        conn.execute("SET lock_timeout = '10s'")
+        conn.execute(
+            sql.SQL("ALTER TABLE {} DETACH PARTITION {} CONCURRENTLY").format(
+                sql.Identifier(part.table), sql.Identifier(part.name)
+            )
+        )
+        conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(part.name)))
+        dropped.append(part.name)
+    return dropped
