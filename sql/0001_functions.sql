@@ -247,6 +247,7 @@ BEGIN
     LOOP
         pos := it.pos; verdict := NULL; layer := NULL; doc_id := NULL; matched_doc_id := NULL;
         matched_external_id := NULL; score := NULL; distance := NULL; candidate_id := NULL;
+        v_doc_id := NULL;
         v_sha1 := decode(it.sha1, 'hex');
         v_clauses := coalesce(it.clauses, '{}');
         IF v_window = interval '0' THEN
@@ -439,7 +440,6 @@ BEGIN
                 VALUES (it.seen_at, v_doc_id, it.external_id, it.url, it.source, 'new');
             END IF;
         END IF;
-        v_doc_id := NULL;
         RETURN NEXT;
     END LOOP;
 END $$;
