@@ -47,11 +47,9 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import os
 import platform
 import random
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -59,12 +57,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+from common import DATA, ROOT, Report, engine_revision, log, read_jsonl  # noqa: E402
 
 from dedup_pg.embeddings import Embedder, Usem3Embedder, embed_documents, split_sentences
 from dedup_pg.normalize import NormalizationError, normalize
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("DEDUP_PG_DATA", ROOT.parent / "shared" / "data"))
 RESULTS = ROOT / "bench" / "results" / "embedding_strategies.md"
 FPR = 0.002
 DOC_FPR = 0.01
@@ -72,30 +69,6 @@ FIXED = (0.80, 0.85, 0.90, 0.95)
 POS_GROUPS = ("recrawl", "ngram>=0.8", "new_lead", "deleted_fifth", "para_shuffle")
 
 Doc = tuple[str | None, str]
-
-
-class Report:
-    """Print lines as they come and keep them for the results file."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def __call__(self, line: str = "") -> None:
-        print(line, flush=True)
-        self.lines.append(line)
-
-    def write(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(self.lines) + "\n", encoding="utf-8")
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
 
 
 def norm(text: str | None) -> str | None:
@@ -189,18 +162,6 @@ def best_f1(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float, float, floa
 
 
 # --------------------------------------------------------------------------- main
-
-
-def engine_revision() -> str:
-    try:
-        return subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def short(text: str | None, n: int = 28) -> str:

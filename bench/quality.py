@@ -52,7 +52,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import random
 import re
 import shutil
@@ -63,11 +62,13 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from common import DATA, ROOT, Report, engine_revision, read_jsonl
+
 from dedup_pg import Deduper, database
 from dedup_pg.fingerprint import Fingerprint, fingerprint
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("DEDUP_PG_DATA", ROOT.parent / "shared" / "data"))
+out = Report()
+
 RESULTS = ROOT / "bench" / "results" / "quality.md"
 COPY_TYPES = (
     "exact",
@@ -86,29 +87,7 @@ BASE_TIME = datetime(2018, 11, 20, 0, 0, 0, tzinfo=timezone.utc)
 # --------------------------------------------------------------------------- report
 
 
-class Report:
-    """Print lines as they come and keep them for the results file."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def __call__(self, line: str = "") -> None:
-        print(line, flush=True)
-        self.lines.append(line)
-
-    def write(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(self.lines) + "\n", encoding="utf-8")
-
-
-out = Report()
-
 # --------------------------------------------------------------------------- data
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
 
 
 def distinct_pool(articles: list[dict]) -> tuple[list[dict], dict[str, int]]:
@@ -555,38 +534,6 @@ def show_missed(dd: Deduper, row: Row, by_id: dict[str, dict], limit: int) -> No
             detail += f", error {v.error}"
         out(f"- `{v.id}` ({detail}); original 「{short(orig.get('title'))}」")
         out(f"  - vs its original: {pair_diagnostics(dd, orig, copy)}")
-
-
-def engine_revision() -> str:
-    """The repository commit, marked dirty when engine files differ from it."""
-    import subprocess
-
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            [
-                "git",
-                "-C",
-                str(ROOT),
-                "status",
-                "--porcelain",
-                "--",
-                "dedup_pg",
-                "sql",
-                "migrations",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + (" (with uncommitted engine changes)" if dirty else "")
 
 
 # --------------------------------------------------------------------------- main

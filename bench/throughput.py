@@ -65,7 +65,6 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -76,6 +75,7 @@ from pathlib import Path
 warnings.filterwarnings("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
 
 import rjieba  # noqa: E402
+from common import DATA, ROOT, log, read_jsonl  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
 import dedup_pg  # noqa: E402
@@ -87,8 +87,7 @@ from dedup_pg.normalize import NormalizeOptions, normalize  # noqa: E402
 from dedup_pg.simhash import simhash_arrays  # noqa: E402
 from dedup_pg.tokenize import TERMS  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "news"
+NEWS = DATA / "news"
 RESULTS = ROOT / "bench" / "results" / "throughput.md"
 SEED = 20181101
 REPOST_SHARE = 0.20
@@ -113,21 +112,7 @@ else:
 _SENTENCE = re.compile(r"[^。！？]*[。！？]+|[^。！？]+$")
 
 
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
 # -- input ---------------------------------------------------------------------
-def read_jsonl(path: Path, limit: int | None = None) -> list[dict]:
-    out = []
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if limit is not None and len(out) >= limit:
-                break
-            out.append(json.loads(line))
-    return out
-
-
 def shuffle_sentences(body: str, rng: random.Random) -> str:
     parts = [p for p in _SENTENCE.findall(body) if p.strip()]
     rng.shuffle(parts)
@@ -354,7 +339,7 @@ def run_direct_sql(docs: list[dict], batch_size: int) -> dict:
 
 
 def latency(dd: Deduper, articles: list[dict], rng: random.Random, per_group: int = 100) -> dict:
-    fresh = [d for d in read_jsonl(DATA / "thucnews_cnews.jsonl") if d.get("body")]
+    fresh = [d for d in read_jsonl(NEWS / "thucnews_cnews.jsonl") if d.get("body")]
     stored = rng.sample(articles, 2 * per_group)
     calls = (
         [("stored, with title", a["body"], a["title"]) for a in stored[:per_group]]
@@ -471,7 +456,7 @@ def main() -> None:
     load_start = os.getloadavg()
     rng = random.Random(SEED)
 
-    articles = read_jsonl(DATA / "sina2018.jsonl", args.limit)
+    articles = read_jsonl(NEWS / "sina2018.jsonl", args.limit)
     docs, kinds = build_stream(articles, rng)
     kind_counts = collections.Counter(kinds)
     log(f"{len(articles)} articles + {len(docs) - len(articles)} reposts = {len(docs)} documents")

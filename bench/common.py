@@ -1,0 +1,80 @@
+"""What the benchmark scripts share: where the data is, reading it, reporting.
+
+The scripts run as ``python bench/NAME.py`` from the repository root, so this
+module is importable as ``common``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: ../shared/data beside the checkout (as in CI), or DEDUP_PG_SHARED_DATA.
+DATA = Path(os.environ.get("DEDUP_PG_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def read_jsonl(path: Path, limit: int | None = None) -> list[dict]:
+    """Rows of a JSONL file (blank lines skipped), at most ``limit``."""
+    rows: list[dict] = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if limit is not None and len(rows) >= limit:
+                break
+            if line.strip():
+                rows.append(json.loads(line))
+    return rows
+
+
+def log(msg: str) -> None:
+    """Progress on stderr, timestamped."""
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+class Report:
+    """Print lines as they come and keep them for the results file."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: str = "") -> None:
+        print(line, flush=True)
+        self.lines.append(line)
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(self.lines) + "\n", encoding="utf-8")
+
+
+def engine_revision() -> str:
+    """The repository commit, marked when engine files differ from it."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(ROOT),
+                "status",
+                "--porcelain",
+                "--",
+                "dedup_pg",
+                "sql",
+                "migrations",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + (" (with uncommitted engine changes)" if dirty else "")
