@@ -78,3 +78,14 @@ def engine_revision() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + (" (with uncommitted engine changes)" if dirty else "")
+
+
+def cpu_model() -> str:
+    """The processor's model name (Linux), for the results' machine table."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "?"

@@ -64,7 +64,6 @@ import random
 import re
 import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 import warnings
@@ -75,7 +74,7 @@ from pathlib import Path
 warnings.filterwarnings("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
 
 import rjieba  # noqa: E402
-from common import DATA, ROOT, log, read_jsonl  # noqa: E402
+from common import DATA, ROOT, cpu_model, engine_revision, log, read_jsonl  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
 import dedup_pg  # noqa: E402
@@ -367,23 +366,8 @@ def latency(dd: Deduper, articles: list[dict], rng: random.Random, per_group: in
 
 
 def machine(dd: Deduper) -> dict[str, str]:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "?"
+    cpu = cpu_model()
+    commit = engine_revision()
     import numpy
 
     return {
