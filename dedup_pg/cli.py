@@ -6,8 +6,10 @@ become one-line messages, not tracebacks.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -111,8 +113,26 @@ def _verdict_line(v: Verdict) -> str:
     )
 
 
+def _input_items(
+    path: str, stack: contextlib.ExitStack
+) -> tuple[Iterator[dict[str, Any] | InputError], int | None]:
+    """Items and their count (None: unknown) from JSONL ('-': stdin), a folder
+    of .html files or a WARC file."""
+    if path == "-":
+        return _read_jsonl(stack.enter_context(click.open_file("-", "rb"))), None
+    if os.path.isdir(path) or path.endswith((".warc", ".warc.gz")):
+        from .pages import read_html_dir, read_warc, require_extra
+
+        require_extra()
+        if os.path.isdir(path):
+            return read_html_dir(path), sum(1 for _ in read_html_dir(path))
+        return read_warc(path), None
+    stream = stack.enter_context(open(path, "rb"))
+    return _read_jsonl(stream), _count_lines(stream)
+
+
 @main.command()
-@click.argument("file", type=click.File("rb"))
+@click.argument("file", type=click.Path(exists=True, allow_dash=True))
 @click.option(
     "--out",
     "out",
@@ -142,7 +162,7 @@ def _verdict_line(v: Verdict) -> str:
 )
 @_database_options
 def ingest(
-    file: IO[bytes],
+    file: str,
     out: IO[str] | None,
     batch_size: int,
     workers: int,
@@ -150,23 +170,23 @@ def ingest(
     dsn: str | None,
     home: str | None,
 ) -> None:
-    """Ingest JSONL documents from FILE ('-' for stdin).
+    """Ingest JSONL documents from FILE ('-' for stdin), a folder of .html
+    files, or a WARC file (.warc, .warc.gz).
 
-    Each line: {"id", "title", "body", "url", "source", "seen_at", "published_at"};
-    only body is required. Bad lines are reported and the rest ingested.
+    Each JSONL line: {"id", "title", "body", "url", "source", "seen_at",
+    "published_at"}; only body (or html, a page) is required. Pages get their
+    main text extracted (extra 'html'); a folder's file paths are the ids and its
+    subfolders the sources; a WARC's URLs are the ids and their hosts the
+    sources. Bad items are reported and the rest ingested.
     """
     counts: dict[str, int] = {}
     show = sys.stderr.isatty() if progress is None else progress
-    with _open(dsn, home, batch_size=batch_size) as dd:
+    with _open(dsn, home, batch_size=batch_size) as dd, contextlib.ExitStack() as stack:
         from tqdm import tqdm
 
-        bar = tqdm(
-            unit="doc",
-            disable=not show,
-            file=sys.stderr,
-            total=_count_lines(file) if show else None,
-        )
-        for verdict in dd.ingest_many(_read_jsonl(file), workers=workers):
+        items, total = _input_items(file, stack)
+        bar = tqdm(unit="doc", disable=not show, file=sys.stderr, total=total if show else None)
+        for verdict in dd.ingest_many(items, workers=workers):
             key = (
                 verdict.verdict if verdict.verdict != "duplicate" else f"duplicate/{verdict.layer}"
             )
@@ -477,6 +497,98 @@ def partitions_drop(older_than: int, force: bool, dsn: str | None, home: str | N
     click.echo(
         f"dropped {len(dropped)} partitions" + (f": {', '.join(dropped)}" if dropped else "")
     )
+
+
+@main.group()
+def templates() -> None:
+    """Learned template noise: lines a source repeats on most of its pages,
+    stripped before fingerprinting (the source_templates table)."""
+
+
+@templates.command("learn")
+@click.option("--source", help="Only this source (default: every source).")
+@click.option(
+    "--min-share",
+    type=click.FloatRange(0, 1, min_open=True),
+    help="Share of a source's documents a line must be in (default: setting template_min_share).",
+)
+@click.option(
+    "--min-docs",
+    type=click.IntRange(2),
+    help="Documents to see before judging a line (default: setting template_min_docs).",
+)
+@click.option(
+    "--days",
+    default=30,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Read documents seen within this many days.",
+)
+@_database_options
+def templates_learn(
+    source: str | None,
+    min_share: float | None,
+    min_docs: int | None,
+    days: int,
+    dsn: str | None,
+    home: str | None,
+) -> None:
+    """Count the lines of documents stored since the last run, per source, and
+    add the recurring ones as patterns (incremental: run it as often as you like)."""
+    from .templates import learn
+
+    with _open(dsn, home) as dd:
+        results = learn(dd.conn, source, min_share=min_share, min_docs=min_docs, days=days)
+    rows = [[r.source, r.documents, r.docs_counted, r.new_patterns, r.version] for r in results]
+    click.echo(
+        _table(["source", "documents read", "counted so far", "new patterns", "version"], rows)
+        if rows
+        else "no new documents"
+    )
+
+
+@templates.command("list")
+@click.option("--source", help="Only this source.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+@_database_options
+def templates_list(source: str | None, fmt: str, dsn: str | None, home: str | None) -> None:
+    """Patterns per source, most frequent first (id, kind, enabled, share, text)."""
+    from .templates import list_patterns
+
+    with _open(dsn, home) as dd:
+        rows = list_patterns(dd.conn, source)
+    names = ["id", "source", "kind", "enabled", "share", "docs", "version", "text"]
+    if fmt == "json":
+        items = [dict(zip(names, row, strict=True)) for row in rows]
+        click.echo(json.dumps(items, ensure_ascii=False, indent=2, default=str))
+        return
+    shown = [[*r[:7], r[7].replace("\n", " / ")[:60]] for r in rows]
+    click.echo(_table(names, shown) if rows else "no patterns")
+
+
+def _switch(enabled: bool) -> None:
+    """Add ``templates enable|disable ID...``."""
+    verb = "enable" if enabled else "disable"
+
+    @templates.command(
+        verb,
+        help=f"{verb.capitalize()} patterns by id (see: dedup-pg templates list); "
+        "bumps the source's template version.",
+    )
+    @click.argument("pattern_ids", nargs=-1, required=True, type=int)
+    @_database_options
+    def command(pattern_ids: tuple[int, ...], dsn: str | None, home: str | None) -> None:
+        from .templates import set_enabled
+
+        with _open(dsn, home) as dd:
+            count = set_enabled(dd.conn, pattern_ids, enabled)
+        click.echo(f"{count} patterns {verb}d")
+
+
+_switch(True)
+_switch(False)
 
 
 @main.group()

@@ -30,12 +30,16 @@ from .fingerprint import Fingerprint, fingerprint
 from .normalize import DEFAULT_NOISE_PATTERNS, NORMALIZATION_VERSION, NormalizeOptions
 from .simhash import to_signed
 from .sqlfiles import queries
+from .templates import TemplateCache, TemplateSet
 from .verdicts import Verdict
 
 _log = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = 500
 #: Settings that decide fingerprints: set per database, never per call.
-_PER_DATABASE = frozenset({"lowercase", "noise_patterns", "max_chars"})
+_PER_DATABASE = frozenset(
+    {"lowercase", "noise_patterns", "max_chars", "script_folding", "html_extractor"}
+    | {"template_min_share", "template_min_docs"}
+)
 #: What ingest accepts: a Document, a mapping with the JSONL fields, bare text
 #: (str, or UTF-8 bytes), or a reader's InputError to be reported in its place.
 Item = Document | Mapping[str, Any] | str | bytes | InputError
@@ -91,8 +95,11 @@ class Deduper:
         self.options = NormalizeOptions(
             lowercase=bool(self.settings.get("lowercase", False)),
             noise_patterns=DEFAULT_NOISE_PATTERNS if patterns is None else tuple(patterns),
+            script_folding=self.settings.get("script_folding"),
         )
         self.max_chars = int(self.settings.get("max_chars", 1_000_000))
+        self.extractor: str | None = self.settings.get("html_extractor")
+        self.templates = TemplateCache(self.conn)  # learned template lines, per source
 
     def check_thresholds(self, thresholds: Mapping[str, Any]) -> dict[str, Any]:
         """Validate per-call threshold overrides: known settings only, and not the
@@ -103,13 +110,19 @@ class Deduper:
         return dict(thresholds)
 
     def set_setting(self, name: str, value: Any) -> None:
-        """Change one setting (validated by re-reading it)."""
-        row = self.conn.execute(
-            queries()["set_setting"], {"name": name, "value": Jsonb(value)}
-        ).fetchone()
-        if row is None:
-            raise KeyError(f"unknown setting {name!r} (see: SELECT * FROM dedup_settings)")
-        self.reload_settings()
+        """Change one setting (validated by re-reading it; an invalid value is
+        rolled back, so it never breaks the next Deduper)."""
+        try:
+            with self.conn.transaction():
+                row = self.conn.execute(
+                    queries()["set_setting"], {"name": name, "value": Jsonb(value)}
+                ).fetchone()
+                if row is None:
+                    raise KeyError(f"unknown setting {name!r} (see: SELECT * FROM dedup_settings)")
+                self.reload_settings()
+        except ValueError:
+            self.reload_settings()
+            raise
 
     # -- public API ----------------------------------------------------------
     def ingest(self, doc: Item) -> Verdict:
@@ -122,7 +135,7 @@ class Deduper:
         """Check and store ``docs`` in one transaction, fingerprinted in this
         thread: for callers that already batch (the HTTP service, Scrapy).
         ``thresholds`` override the settings for this call only."""
-        prepared = prepare_batch(docs, options=self.options, max_chars=self.max_chars)
+        prepared = prepare_batch(docs, **self._prepare_args())
         return self._execute(prepared, dry_run=False, thresholds=thresholds)
 
     def ingest_many(
@@ -138,7 +151,7 @@ class Deduper:
         """
         size = batch_size or self.batch_size
         batches = _chunks(iter(docs), size)
-        prepare = functools.partial(prepare_batch, options=self.options, max_chars=self.max_chars)
+        prepare = functools.partial(prepare_batch, **self._prepare_args())
         executor: concurrent.futures.Executor
         if workers > 0:
             executor = concurrent.futures.ProcessPoolExecutor(workers)
@@ -156,8 +169,16 @@ class Deduper:
         self, docs: Iterable[Item], thresholds: Mapping[str, Any] | None = None
     ) -> list[Verdict]:
         """Read-only check of several documents (each against the database only)."""
-        prepared = prepare_batch(list(docs), options=self.options, max_chars=self.max_chars)
+        prepared = prepare_batch(list(docs), **self._prepare_args())
         return self._execute(prepared, dry_run=True, thresholds=thresholds)
+
+    def _prepare_args(self) -> dict[str, Any]:
+        return {
+            "options": self.options,
+            "max_chars": self.max_chars,
+            "templates": self.templates.current(),
+            "extractor": self.extractor,
+        }
 
     def close(self) -> None:
         self.conn.close()
@@ -287,8 +308,17 @@ class Prepared:
     seconds: float
 
 
-def prepare_batch(batch: list[Item], *, options: NormalizeOptions, max_chars: int) -> Prepared:
-    """Validate and fingerprint a batch. Runs in a thread or a worker process."""
+def prepare_batch(
+    batch: list[Item],
+    *,
+    options: NormalizeOptions,
+    max_chars: int,
+    templates: TemplateSet | None = None,
+    extractor: str | None = None,
+) -> Prepared:
+    """Validate and fingerprint a batch. Runs in a thread or a worker process.
+    ``templates``: learned template lines, stripped per source before
+    fingerprinting; ``extractor``: for items given as html."""
     started = time.perf_counter()
     now = datetime.now(timezone.utc)
     rows: list[dict[str, Any]] = []
@@ -297,9 +327,10 @@ def prepare_batch(batch: list[Item], *, options: NormalizeOptions, max_chars: in
         try:
             if isinstance(item, InputError):
                 raise item
-            doc = to_document(item, max_chars)
+            doc = to_document(item, max_chars, extractor)
+            body = templates.strip(doc.source, doc.body) if templates else doc.body
             try:
-                fp = fingerprint(doc.body, doc.title, options)
+                fp = fingerprint(body, doc.title, options)
             except ValueError as exc:
                 raise InputError(str(exc)) from None
         except InputError as exc:

@@ -13,6 +13,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 FIELDS = ("id", "title", "body", "url", "source", "seen_at", "published_at")
+#: ``html`` (a page, as str or bytes) may stand in for ``body``: its main text
+#: (and title, when none is given) is extracted (dedup_pg.pages, extra ``html``).
 
 
 class InputError(ValueError):
@@ -74,6 +76,21 @@ def _text(value: Any, field: str) -> str | None:
     return value
 
 
+def _from_html(page: Any, url: Any, extractor: str | None) -> tuple[str, str | None]:
+    """Main text and title of a page (bytes are decoded by a detector, not
+    trusted to be UTF-8: crawled pages come in GBK, GB18030, Big5)."""
+    from .pages import page_text  # the optional extra is imported only for html input
+
+    if not isinstance(page, str | bytes | bytearray):
+        raise InputError(f"html must be a string or bytes, got {type(page).__name__}")
+    result = page_text(
+        bytes(page) if isinstance(page, bytearray) else page,
+        url if isinstance(url, str) else None,
+        extractor,
+    )
+    return _text(result.text, "html") or "", _text(result.title, "title")
+
+
 def _time(value: Any, field: str) -> datetime | None:
     if value is None or value == "":
         return None
@@ -98,21 +115,31 @@ def _time(value: Any, field: str) -> datetime | None:
         raise InputError(f"{field} {value!r} is out of range") from None
 
 
-def to_document(item: Document | Mapping[str, Any] | str, max_chars: int) -> Document:
-    """Validate one item (a Document, a mapping with the JSONL fields, or bare text)."""
+def to_document(
+    item: Document | Mapping[str, Any] | str, max_chars: int, extractor: str | None = None
+) -> Document:
+    """Validate one item (a Document, a mapping with the JSONL fields, or bare text).
+
+    An item with ``html`` instead of ``body`` gets its main text extracted by
+    ``extractor`` (default: :data:`dedup_pg.pages.DEFAULT_EXTRACTOR`).
+    """
     if isinstance(item, str | bytes):
         item = {"body": item}
     if isinstance(item, Document):
         item = {f: getattr(item, f) for f in FIELDS}
     if not isinstance(item, Mapping):
         raise InputError(f"an item must be an object with a body, got {type(item).__name__}")
-    if item.get("body") is None:
-        raise InputError("missing field: body")
-    body = _text(item.get("body"), "body")
+    extracted_title = None
+    if item.get("body") is None and item.get("html") is not None:
+        body, extracted_title = _from_html(item.get("html"), item.get("url"), extractor)
+    elif item.get("body") is None:
+        raise InputError("missing field: body (or html)")
+    else:
+        body = _text(item.get("body"), "body")
     assert body is not None
     if not body.strip():
         raise InputError("body is empty or whitespace only")
-    title = _text(item.get("title"), "title")
+    title = _text(item.get("title"), "title") or extracted_title
     ident = item.get("id")
     if ident is not None and not isinstance(ident, str | int):
         raise InputError(f"id must be a string or integer, got {type(ident).__name__}")

@@ -19,10 +19,12 @@ Chinese punctuation is kept (NFKC folds full-width ``，`` to ``,`` but keeps
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Any
 
 #: Bump when any rule below changes; stored in ``documents.norm_version``.
 NORMALIZATION_VERSION = 1
@@ -107,6 +109,23 @@ DEFAULT_NOISE_PATTERNS: tuple[str, ...] = (
 MAX_NOISE_SHARE = 0.5
 
 
+#: Script foldings (OpenCC configurations, extra ``html``): traditional
+#: characters to simplified; the Taiwan and Hong Kong variants also convert
+#: regional characters (and ``tw2sp`` vocabulary: 軟體 -> 软件).
+SCRIPT_FOLDINGS = ("t2s", "tw2s", "tw2sp", "hk2s")
+
+
+@functools.cache
+def _opencc(config: str) -> Any:
+    try:
+        import opencc
+    except ImportError as exc:
+        raise NormalizationError(
+            "script_folding needs OpenCC: pip install 'dedup-pg[html]'"
+        ) from exc
+    return opencc.OpenCC(config)
+
+
 class NormalizationError(ValueError):
     """The text cannot be normalized (for example: nothing is left of it)."""
 
@@ -119,13 +138,23 @@ class NormalizeOptions:
         no case and product codes sometimes do).
     noise_patterns: regular expressions (multiline mode) removed before
         fingerprinting; the stored document keeps its original text.
+    script_folding: an OpenCC conversion (see :data:`SCRIPT_FOLDINGS`) applied
+        before fingerprinting, so a traditional-character repost of a
+        simplified story fingerprints alike (off by default: it costs time and
+        changes fingerprints).
     """
 
     lowercase: bool = False
     noise_patterns: tuple[str, ...] = DEFAULT_NOISE_PATTERNS
+    script_folding: str | None = None
     _compiled: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if self.script_folding is not None and self.script_folding not in SCRIPT_FOLDINGS:
+            raise ValueError(
+                f"script_folding {self.script_folding!r} is not one of: null, "
+                + ", ".join(f'"{name}"' for name in SCRIPT_FOLDINGS)
+            )
         compiled = []
         for pattern in self.noise_patterns:
             try:
@@ -173,6 +202,8 @@ def normalize(raw: str, options: NormalizeOptions | None = None) -> Normalized:
     text = clean(raw)
     if options.lowercase:
         text = text.lower()
+    if options.script_folding:
+        text = _opencc(options.script_folding).convert(text)
     stripped = text
     for pattern in options._compiled:
         stripped = pattern.sub("", stripped)

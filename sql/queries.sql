@@ -76,3 +76,74 @@ SELECT table_name, day, partition_name, approx_rows, bytes
 
 -- name: window_days
 SELECT (value #>> '{}')::integer FROM dedup_settings WHERE name = 'window_days';
+
+-- name: template_patterns
+-- Learned template noise (dedup_pg/templates.py): the enabled patterns.
+SELECT source, kind, pattern_text FROM source_templates WHERE enabled;
+
+-- name: template_versions
+SELECT source, version FROM source_template_state;
+
+-- name: template_states
+SELECT source, docs_counted, last_doc_id FROM source_template_state
+ WHERE %(source)s::text IS NULL OR source = %(source)s;
+
+-- name: template_documents
+-- Documents not yet counted, oldest first (doc_id follows arrival).
+SELECT doc_id, source, body FROM documents
+ WHERE doc_id > %(after)s AND source IS NOT NULL
+   AND (%(source)s::text IS NULL OR source = %(source)s)
+   AND seen_at >= now() - make_interval(days => %(days)s)
+ ORDER BY doc_id;
+
+-- name: template_count_lines
+INSERT INTO source_template_lines AS l (source, line_hash, line_text, doc_count, docs_before)
+SELECT %(source)s, h, t, c, %(docs_before)s
+  FROM unnest(%(hashes)s::bigint[], %(texts)s::text[], %(counts)s::bigint[]) AS u(h, t, c)
+    ON CONFLICT (source, line_hash)
+    DO UPDATE SET doc_count = l.doc_count + excluded.doc_count, last_seen = now();
+
+-- name: template_advance
+INSERT INTO source_template_state AS s (source, docs_counted, last_doc_id, learned_at)
+VALUES (%(source)s, %(docs)s, %(last_doc_id)s, now())
+    ON CONFLICT (source) DO UPDATE
+   SET docs_counted = excluded.docs_counted, last_doc_id = excluded.last_doc_id, learned_at = now();
+
+-- name: template_promote
+-- Refresh the counts of existing line patterns; add the lines now frequent
+-- enough. Returns how many were added.
+WITH stats AS (
+    SELECT line_text, doc_count, last_seen, %(total)s - docs_before AS observed,
+           least(1, doc_count::real / greatest(%(total)s - docs_before, 1)) AS share
+      FROM source_template_lines WHERE source = %(source)s
+), refreshed AS (
+    UPDATE source_templates t SET doc_count = s.doc_count, share = s.share, last_seen = s.last_seen
+      FROM stats s
+     WHERE t.source = %(source)s AND t.kind = 'line' AND md5(t.pattern_text) = md5(s.line_text)
+    RETURNING t.pattern_id
+), added AS (
+    INSERT INTO source_templates (source, kind, pattern_text, doc_count, share)
+    SELECT %(source)s, 'line', line_text, doc_count, share FROM stats
+     WHERE observed >= %(min_docs)s AND share >= %(min_share)s
+        ON CONFLICT DO NOTHING
+    RETURNING pattern_id
+)
+SELECT (SELECT count(*) FROM added), (SELECT count(*) FROM refreshed);
+
+-- name: template_prune
+-- Lines seen once and not since a day: not template, and most lines are these.
+DELETE FROM source_template_lines
+ WHERE source = %(source)s AND doc_count < 2 AND first_seen < now() - interval '1 day';
+
+-- name: template_version
+SELECT version FROM source_template_state WHERE source = %(source)s;
+
+-- name: template_list
+SELECT pattern_id, source, kind, enabled, round(share::numeric, 3) AS share, doc_count,
+       learned_version, pattern_text
+  FROM source_templates
+ WHERE %(source)s::text IS NULL OR source = %(source)s
+ ORDER BY source, share DESC, pattern_id;
+
+-- name: template_set_enabled
+UPDATE source_templates SET enabled = %(enabled)s WHERE pattern_id = ANY(%(ids)s) RETURNING pattern_id;
