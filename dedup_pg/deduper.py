@@ -24,8 +24,9 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import database
+from . import database, semantic
 from .documents import Document, InputError, to_document
+from .embeddings import Embedder
 from .fingerprint import Fingerprint, fingerprint
 from .normalize import DEFAULT_NOISE_PATTERNS, NORMALIZATION_VERSION, NormalizeOptions
 from .simhash import to_signed
@@ -51,6 +52,7 @@ class StageTimes:
 
     prepare: float = 0.0  # validation + normalization + tokenization + fingerprints
     sql: float = 0.0
+    embed: float = 0.0  # the semantic layer's embedding (inside ``sql``'s transaction)
     documents: int = 0
 
 
@@ -73,6 +75,7 @@ class Deduper:
         batch_size: int = DEFAULT_BATCH_SIZE,
         migrate: bool = True,
         thresholds: Mapping[str, Any] | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -83,6 +86,8 @@ class Deduper:
         self.conn = database.connect(self.dsn, autocommit=True)
         self.times = StageTimes()
         self._days: set[date] = set()
+        self._embedder = embedder  # reused when it is the active model
+        self._semantic: semantic.SemanticLayer | None = None
         self.reload_settings()
         self.thresholds = self.check_thresholds(thresholds or {})
 
@@ -100,6 +105,17 @@ class Deduper:
         self.max_chars = int(self.settings.get("max_chars", 1_000_000))
         self.extractor: str | None = self.settings.get("html_extractor")
         self.templates = TemplateCache(self.conn)  # learned template lines, per source
+        self._semantic = None  # the active model may have changed too
+        _check_mode(self.settings)
+
+    def semantic_layer(self) -> semantic.SemanticLayer:
+        """The active embedding model, loaded on first use (a database with
+        none gets the default: see semantic.ensure_active_model)."""
+        if self._semantic is None:
+            model = semantic.ensure_active_model(self.conn)
+            reuse = self._embedder if self._embedder and self._embedder.name == model.name else None
+            self._semantic = semantic.SemanticLayer(model, reuse)
+        return self._semantic
 
     def check_thresholds(self, thresholds: Mapping[str, Any]) -> dict[str, Any]:
         """Validate per-call threshold overrides: known settings only, and not the
@@ -107,6 +123,7 @@ class Deduper:
         bad = sorted(k for k in thresholds if k not in self.settings or k in _PER_DATABASE)
         if bad:
             raise ValueError(f"these settings cannot be overridden per call: {', '.join(bad)}")
+        _check_mode(thresholds)
         return dict(thresholds)
 
     def set_setting(self, name: str, value: Any) -> None:
@@ -255,10 +272,29 @@ class Deduper:
                         "dry_run": dry_run,
                         "overrides": Jsonb(overrides),
                     }
-                    return self.conn.execute(sql, params).fetchall()
+                    rows = self.conn.execute(sql, params).fetchall()
+                    if not any(r[9] for r in rows):
+                        return [r[:9] for r in rows]
+                    layer = self.semantic_layer()
+                    before = layer.seconds
+                    try:
+                        return layer.run(
+                            self.conn,
+                            rows,
+                            {p["pos"]: p for p in payload},
+                            dry_run=dry_run,
+                            overrides=overrides,
+                        )
+                    finally:
+                        self.times.embed += layer.seconds - before
             except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
                 if attempt == 2:
                     raise
+            except psycopg.errors.ObjectNotInPrerequisiteState:
+                # the active embedding model changed under us: load the new one
+                if attempt == 2:
+                    raise
+                self._semantic = None
                 time.sleep(0.05 * (attempt + 1))
             except (
                 psycopg.errors.DataError,
@@ -295,6 +331,12 @@ class Deduper:
         for day in sorted(days - self._days):
             self.conn.execute(queries()["ensure_partitions"], {"from": day, "to": day})
             self._days.add(day)
+
+
+def _check_mode(settings: Mapping[str, Any]) -> None:
+    mode = settings.get("semantic_mode", "off")
+    if mode not in semantic.MODES:
+        raise ValueError(f"semantic_mode must be one of {', '.join(semantic.MODES)}, not {mode!r}")
 
 
 @dataclass
@@ -384,6 +426,8 @@ def _to_row(pos: int, doc: Document, fp: Fingerprint, seen_at: datetime) -> dict
         "simhash": to_signed(fp.simhash),
         "length": fp.length,
         "clauses": list(fp.clauses),
+        "lead": list(fp.lead),
+        "content_type": doc.content_type,
         "norm_version": NORMALIZATION_VERSION,
     }
 

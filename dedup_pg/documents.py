@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-FIELDS = ("id", "title", "body", "url", "source", "seen_at", "published_at")
+FIELDS = ("id", "title", "body", "url", "source", "seen_at", "published_at", "content_type")
 #: ``html`` (a page, as str or bytes) may stand in for ``body``: its main text
 #: (and title, when none is given) is extracted (dedup_pg.pages, extra ``html``).
 
@@ -50,6 +50,7 @@ class Document:
     source: str | None = None
     seen_at: datetime | None = None
     published_at: datetime | None = None
+    content_type: str | None = None  # picks semantic thresholds: news, product, comment, ...
 
 
 def _text(value: Any, field: str) -> str | None:
@@ -157,6 +158,7 @@ def to_document(
         source=_text(item.get("source"), "source"),
         seen_at=_time(item.get("seen_at"), "seen_at"),
         published_at=_time(item.get("published_at"), "published_at"),
+        content_type=_text(item.get("content_type"), "content_type"),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from . import simhash as sh
@@ -18,26 +19,50 @@ MIN_CLAUSE_CHARS = 16
 # that glues its paragraphs together yields the same clauses as one that does not.
 _CLAUSE_END = re.compile(r"(?<=[。!?;,:])")
 _SPACE = re.compile(r"\s+")
+#: Opening clauses sent for the lead rule (a stored text of up to LEAD_CLAUSES - 2
+#: clauses can be found as the lead of a longer one).
+LEAD_CLAUSES = 10
 
 
-def clause_hashes(key: str) -> tuple[int, ...]:
+def clause_hashes(key: str, text: str | None = None) -> tuple[int, ...]:
     """Distinct clause hashes (first 8 bytes of SHA-1, signed) of a normalized key.
 
     Clauses rather than sentences: a copy that glues a source line onto the
     first sentence ("来源:科技日报据路透社报道,...") or re-punctuates one loses
     one clause, not a whole sentence. On the recrawled Sina pairs, clause
     containment found 286 of 289 copies where sentence containment found 266.
+
+    With ``text`` (the normalized text, lines kept), clauses are also cut at
+    line starts: a copy whose unpunctuated title line runs into the first
+    sentence in the key still shares that sentence's first clause.
     """
-    seen: set[int] = set()
-    for clause in _CLAUSE_END.split(key):
+    pieces = _CLAUSE_END.split(key)
+    if text is not None:
+        for line in text.split("\n"):
+            pieces.extend(_CLAUSE_END.split(line))
+    return tuple(sorted(set(_hashes(pieces))))
+
+
+def lead_clause_hashes(text: str, n: int = LEAD_CLAUSES) -> tuple[int, ...]:
+    """Hashes of the first ``n`` distinct clauses of a normalized text, in order,
+    cut at lines and clause punctuation: the lead rule asks whether a short
+    stored text is exactly the opening of a longer one."""
+    pieces = [p for line in text.split("\n") for p in _CLAUSE_END.split(line)]
+    lead: dict[int, None] = {}
+    for h in _hashes(pieces):
+        lead.setdefault(h)
+        if len(lead) == n:
+            break
+    return tuple(lead)
+
+
+def _hashes(pieces: list[str]) -> Iterator[int]:
+    for clause in pieces:
         clause = _SPACE.sub("", clause)
         if len(clause) >= MIN_CLAUSE_CHARS:
-            seen.add(
-                int.from_bytes(
-                    hashlib.sha1(clause.encode("utf-8")).digest()[:8], "big", signed=True
-                )
+            yield int.from_bytes(
+                hashlib.sha1(clause.encode("utf-8")).digest()[:8], "big", signed=True
             )
-    return tuple(sorted(seen))
 
 
 @dataclass(frozen=True)
@@ -47,6 +72,7 @@ class Fingerprint:
     simhash: int  # unsigned 64-bit SimHash over title + body terms
     length: int  # characters in the key: the SimHash distance depends on it
     clauses: tuple[int, ...]  # signed 64-bit hashes of the body's distinct clauses
+    lead: tuple[int, ...]  # the body's first clauses, in order
 
     @property
     def bands(self) -> list[int]:
@@ -73,5 +99,6 @@ def fingerprint(body: str, title: str | None, options: NormalizeOptions) -> Fing
         ),
         simhash=sh.simhash_arrays(*TERMS.weights(text)),
         length=len(key),
-        clauses=clause_hashes(norm_body.key),
+        clauses=clause_hashes(norm_body.key, norm_body.text),
+        lead=lead_clause_hashes(norm_body.text),
     )

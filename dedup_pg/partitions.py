@@ -19,7 +19,13 @@ from psycopg import sql
 
 from .sqlfiles import queries
 
-TABLES = ("documents", "document_clauses", "document_sightings", "duplicate_candidates")
+TABLES = (
+    "documents",
+    "document_clauses",
+    "document_sightings",
+    "duplicate_candidates",
+    "document_embeddings",
+)
 
 
 @dataclass(frozen=True)

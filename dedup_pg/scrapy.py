@@ -45,7 +45,7 @@ from scrapy.exceptions import DropItem, NotConfigured
 from .deduper import Deduper
 from .verdicts import Verdict
 
-FIELDS = ("id", "title", "body", "html", "url", "source", "seen_at", "published_at")
+FIELDS = ("id", "title", "body", "html", "url", "source", "seen_at", "published_at", "content_type")
 
 
 class DedupPipeline:

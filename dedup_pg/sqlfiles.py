@@ -39,3 +39,15 @@ def queries() -> dict[str, str]:
         ).strip()
         blocks[match.group(1)] = body.rstrip(";")
     return blocks
+
+
+def sql_function(filename: str, name: str) -> str:
+    """One ``CREATE FUNCTION name(...)`` statement of a numbered file: a
+    downgrade re-applies the definition the revision before it made."""
+    text = read_sql(filename)
+    match = re.search(
+        rf"^CREATE (?:OR REPLACE )?FUNCTION {re.escape(name)}\(.*?^END \$\$;$", text, re.S | re.M
+    )
+    if match is None:
+        raise LookupError(f"no function {name} in {filename}")
+    return re.sub(r"^CREATE (?:OR REPLACE )?", "CREATE OR REPLACE ", match.group(0))

@@ -2,9 +2,90 @@
 -- Python passes data; the functions they call decide.
 
 -- name: ingest
--- Check and store one batch (see dedup_ingest in 0001_functions.sql).
-SELECT pos, verdict, layer, doc_id, matched_doc_id, matched_external_id, score, distance, candidate_id
+-- Check and store one batch (see dedup_ingest in 0004_semantic.sql): the hash
+-- layers, and which items the semantic layer must embed.
+SELECT pos, verdict, layer, doc_id, matched_doc_id, matched_external_id, score, distance, candidate_id,
+       embed, neighbours
   FROM dedup_ingest(%(items)s, %(dry_run)s, %(overrides)s);
+
+-- name: ingest_semantic
+-- The semantic layer, next in the same transaction (dedup_ingest_semantic).
+SELECT pos, verdict, layer, doc_id, matched_doc_id, matched_external_id, score, distance, candidate_id
+  FROM dedup_ingest_semantic(%(items)s, %(stored)s, %(model_id)s::smallint, %(dry_run)s, %(overrides)s);
+
+-- name: documents_without_embedding
+SELECT d.doc_id, d.seen_at, d.title, d.body
+  FROM documents d
+ WHERE d.doc_id = ANY (%(doc_ids)s)
+   AND NOT EXISTS (SELECT 1 FROM document_embeddings e
+                    WHERE e.doc_id = d.doc_id AND e.seen_at = d.seen_at AND e.model_id = %(model_id)s);
+
+-- name: models
+SELECT model_id, name, dimensions, strategy, status, thresholds FROM embedding_models ORDER BY model_id;
+
+-- name: active_model
+SELECT model_id, name, dimensions, strategy, status, thresholds FROM embedding_models WHERE status = 'active';
+
+-- name: register_model
+INSERT INTO embedding_models (name, dimensions, strategy, thresholds)
+VALUES (%(name)s, %(dimensions)s, %(strategy)s, %(thresholds)s)
+RETURNING model_id, name, dimensions, strategy, status, thresholds;
+
+-- name: model_index_sql
+SELECT dedup_model_index_sql(%(model_id)s::smallint, %(table)s::regclass, %(index)s, %(concurrently)s, %(only)s);
+
+-- name: model_index_name
+SELECT dedup_model_index_name(%(model_id)s::smallint);
+
+-- name: partitions_without_index
+-- Day partitions of document_embeddings that have no partition of the index yet.
+SELECT p.partition_name
+  FROM dedup_partitions p
+ WHERE p.table_name = 'document_embeddings'
+   AND NOT EXISTS (SELECT 1 FROM pg_inherits i JOIN pg_index x ON x.indexrelid = i.inhrelid
+                    WHERE i.inhparent = to_regclass(%(index)s) AND x.indrelid = p.partition_name::regclass)
+ ORDER BY p.day;
+
+-- name: retire_active_model
+UPDATE embedding_models SET status = 'retired', retired_at = now()
+ WHERE status = 'active' AND model_id <> %(model_id)s;
+
+-- name: activate_model
+UPDATE embedding_models SET status = 'active', activated_at = now(), retired_at = NULL
+ WHERE model_id = %(model_id)s;
+
+-- name: delete_model_embeddings
+DELETE FROM document_embeddings WHERE model_id = %(model_id)s;
+
+-- name: delete_model
+DELETE FROM embedding_models WHERE model_id = %(model_id)s;
+
+-- name: reembed_count
+-- Stored documents in the look-back window before the newest (or all) without
+-- a vector of the model.
+SELECT count(*)
+  FROM documents d,
+       (SELECT value::text::integer AS days, (SELECT max(seen_at) FROM documents) AS newest
+          FROM dedup_settings WHERE name = 'window_days') w
+ WHERE (%(all)s OR w.days = 0 OR d.seen_at >= w.newest - make_interval(days => w.days))
+   AND NOT EXISTS (SELECT 1 FROM document_embeddings e
+                    WHERE e.doc_id = d.doc_id AND e.seen_at = d.seen_at AND e.model_id = %(model_id)s);
+
+-- name: reembed_batch
+SELECT d.doc_id, d.seen_at, d.title, d.body
+  FROM documents d,
+       (SELECT value::text::integer AS days, (SELECT max(seen_at) FROM documents) AS newest
+          FROM dedup_settings WHERE name = 'window_days') w
+ WHERE (%(all)s OR w.days = 0 OR d.seen_at >= w.newest - make_interval(days => w.days))
+   AND NOT EXISTS (SELECT 1 FROM document_embeddings e
+                    WHERE e.doc_id = d.doc_id AND e.seen_at = d.seen_at AND e.model_id = %(model_id)s)
+ ORDER BY d.seen_at DESC, d.doc_id
+ LIMIT %(limit)s;
+
+-- name: insert_embedding
+INSERT INTO document_embeddings (doc_id, seen_at, model_id, embedding)
+VALUES (%(doc_id)s, %(seen_at)s, %(model_id)s, %(embedding)s::halfvec)
+ON CONFLICT DO NOTHING;
 
 -- name: ensure_partitions
 SELECT dedup_ensure_partitions(%(from)s, %(to)s);

@@ -2,10 +2,13 @@
 
 import multiprocessing as mp
 import uuid
+from pathlib import Path
 
 import psycopg
 
 from dedup_pg import database
+
+REPO = Path(__file__).resolve().parents[1]
 
 TABLES = {
     "documents",
@@ -39,6 +42,10 @@ def _objects(dsn):
     return tables, functions
 
 
+#: The newest migration file's revision.
+HEAD = max(p.name[:4] for p in (REPO / "migrations" / "versions").glob("0*.py"))
+
+
 def test_migrations_up_down_up(template_dsn):
     name = f"mig_{uuid.uuid4().hex[:8]}"
     admin = psycopg.conninfo.make_conninfo(template_dsn, dbname="postgres")
@@ -51,7 +58,13 @@ def test_migrations_up_down_up(template_dsn):
         tables, functions = _objects(dsn)
         assert TABLES <= tables and {"dedup_ingest", "dedup_ensure_partitions"} <= functions
         assert {"restore_candidate", "confirm_candidate", "dismiss_candidate"} <= functions
-        assert database.current_revision(dsn) == database.head_revision() == "0003"
+        assert database.current_revision(dsn) == database.head_revision() == HEAD
+        database.downgrade(dsn, "0003")  # the semantic layer goes; 0001's functions are back
+        tables, functions = _objects(dsn)
+        assert "document_embeddings" not in tables and "dedup_ingest_semantic" not in functions
+        with psycopg.connect(dsn) as conn:
+            conn.execute("SELECT dedup_ensure_partitions(current_date, current_date)")
+            conn.execute("SELECT * FROM dedup_ingest('[]'::jsonb)").fetchall()
         database.downgrade(dsn, "0002")
         with psycopg.connect(dsn) as conn:
             assert conn.execute("SELECT to_regclass('dedup_partitions')").fetchone()[0] is None
