@@ -50,4 +50,4 @@ def test_every_recrawled_copy_is_found_with_the_semantic_gate(dsn, shared_data):
         outcome, misses = _recrawl(dd, shared_data)
         embedded = dd.conn.execute("SELECT count(*) FROM document_embeddings").fetchone()[0]
     assert misses == [(272, "new", None, None)], (outcome, misses)
-    assert embedded < 50  # the gate embeds few texts
+    assert embedded < 100  # of 577 texts: the gate embeds those with a hash candidate only

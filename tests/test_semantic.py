@@ -236,3 +236,28 @@ def test_switch_models_without_mixing_vectors(sdd, articles):
         semantic.drop_model(sdd.conn, new.name)
     assert semantic.drop_model(sdd.conn, "usem3") == 8
     assert [m.name for m in semantic.list_models(sdd.conn)] == [new.name]
+
+
+def test_models_and_reembed_commands(dsn, articles):
+    """The CLI path: a fresh database, documents stored with the semantic
+    layer off, then reembed fills the model's vectors and activates it."""
+    from click.testing import CliRunner
+
+    from dedup_pg.cli import main
+
+    def run(*args: str) -> str:
+        result = CliRunner().invoke(main, [*args, "--dsn", dsn], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    with Deduper(dsn) as dd:
+        list(dd.ingest_many(articles[:6]))
+    assert "no models" in run("models", "list")
+    out = run("reembed", "--model", "usem3", "--batch-size", "4", "--activate")
+    assert "usem3: 6 documents embedded" in out and "active model: usem3" in out
+    listed = run("models", "list")
+    assert "active" in listed and "news 0.93/0.85" in listed
+    out = run("models", "add", "usem3:denoise", "--threshold", "news=0.96:0.9")
+    assert "building" in out
+    assert "usem3:denoise" in run("models", "list")
+    assert "dropped usem3:denoise: 0 vectors" in run("models", "drop", "usem3:denoise", "--yes")
