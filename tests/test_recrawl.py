@@ -4,10 +4,11 @@ full-width indents, site banners and trailing ad JavaScript."""
 from collections import Counter
 
 import pytest
-from conftest import read_jsonl
 
 from dedup_pg import Deduper
 from dedup_pg.embeddings import Usem3Embedder
+
+from conftest import read_jsonl
 
 
 def _recrawl(dd, shared_data):
