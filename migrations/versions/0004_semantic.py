@@ -1,6 +1,7 @@
 """The semantic layer: embedding models, document_embeddings (halfvec, HNSW per
 model), per-source settings, dedup_ingest_semantic; dedup_ingest gains the
-semantic gate and the lead rule.
+semantic gate and the lead rule, and its SimHash band probe reads covering
+indexes only.
 
 Revision ID: 0004
 Revises: 0003
@@ -37,6 +38,16 @@ def downgrade() -> None:
         DELETE FROM dedup_settings WHERE name IN ('semantic_mode', 'semantic_gate_distance',
             'semantic_neighbours', 'semantic_ef_search', 'semantic_duplicate', 'semantic_review',
             'semantic_min_number_overlap', 'content_type');
+        """
+    )
+    op.execute(
+        """
+        DROP INDEX documents_simhash_band0_idx, documents_simhash_band1_idx,
+                   documents_simhash_band2_idx, documents_simhash_band3_idx;
+        CREATE INDEX documents_simhash_band0_idx ON documents (simhash_band0);
+        CREATE INDEX documents_simhash_band1_idx ON documents (simhash_band1);
+        CREATE INDEX documents_simhash_band2_idx ON documents (simhash_band2);
+        CREATE INDEX documents_simhash_band3_idx ON documents (simhash_band3);
         """
     )
     op.execute(sql_function("0001_functions.sql", "dedup_ingest"))
