@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Bump when any rule below changes; stored in ``documents.norm_version``.
-NORMALIZATION_VERSION = 1
+NORMALIZATION_VERSION = 2  # 2: scraped JS/CSS statements and U+FFFD dropped
 
 # Zero-width characters, bidi marks, soft hyphen and BOM: invisible, and common
 # in copied web text. Removed outright.
@@ -85,8 +85,20 @@ _CODE_LINE = re.compile(
     r"^[^\u4e00-\u9fff]*(?:\bfunction\s*\(|\bvar\s+\w+\s*=|\b(?:document|window)\.\w+"
     r"|\.(?:src|href)\s*=|^\s*[})\]]+\s*[)(;,]*\s*[)(;]*\s*$"
     # CSS rules: ``.tech-con p{margin-bottom:30px}``
-    r"|^[\w\s.#:>,*\[\]=\"'-]+\{[^{}]*:[^{}]*\}?\s*$)[^\u4e00-\u9fff]*$"
+    r"|^[\w\s.#:>,*\[\]=\"'-]+\{[^{}]*:[^{}]*\}?\s*$"
+    # comments, control flow, method calls ending a statement: ``//...``,
+    # ``if(isIOS){``, ``location.replace('...');``, ``<!--``
+    r"|^\s*(?://|/\*|\*/|<!--|-->)|\b(?:if|else|for|while|switch|return|try|catch)\b\s*[({]"
+    r"|[\w$\]\)]\.\w+\s*\(.*[;{]\s*$|[=(]\s*[^;]*[;{]\s*$"
+    # a braced block on one line (CSS rules with trailing comments, ``x: {}``)
+    r"|\{[^{}]*\})[^\u4e00-\u9fff]*$"
 )
+# A statement of code even with Chinese in its strings: ``var title = "标题";``
+_CODE_STATEMENT = re.compile(
+    r"^\s*(?:(?:var|let|const)\s+[\w$]+\s*=|[\w$]+(?:\.[\w$]+)+\s*\().*[;{]\s*$"
+)
+# U+FFFD: bytes a crawler could not decode; they carry nothing to compare
+_REPLACEMENT = re.compile("\ufffd+")
 
 #: Phrases that sites add to copies. Used when the database setting
 #: ``noise_patterns`` is left at its default.
@@ -186,7 +198,10 @@ def clean(raw: str) -> str:
     lines = []
     for line in text.split("\n"):
         line = line.strip()
-        # only a line without CJK characters can be code
+        # only a line without CJK characters can be code, or a whole statement
+        if _CODE_STATEMENT.match(line):
+            continue
+        line = _REPLACEMENT.sub("", line).strip()
         if line and (_HAS_CJK.search(line) or not _CODE_LINE.match(line)):
             lines.append(line)
     return "\n".join(lines)

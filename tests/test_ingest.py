@@ -6,6 +6,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from dedup_pg import Deduper, Document
+from dedup_pg.normalize import NORMALIZATION_VERSION
 
 T0 = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=1)
 
@@ -180,7 +181,7 @@ def test_document_fields_and_fingerprints_are_stored(dd, sina):
         T0 - timedelta(hours=5),
         20,
         20,
-        1,
+        NORMALIZATION_VERSION,
         True,
         True,
     )

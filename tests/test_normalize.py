@@ -76,6 +76,26 @@ def test_code_detection_keeps_lines_with_chinese():
     assert clean("var 变量 = 1 表示什么?") == "var 变量 = 1 表示什么?"
 
 
+def test_scraped_page_scripts_are_dropped():
+    """A Sina photo gallery scraped as text: 40,000 characters of slide-page
+    script and CSS, which made every gallery a copy of every other."""
+    page = (
+        "\ufffd\ufffd\r\nvar ua = navigator.userAgent.toLowerCase();\r\n"
+        "//var isIOS = /\\((iPhone|iPad|iPod)/i.test(ua);\r\nif(isIOS){\r\n"
+        "    location.replace('http://slide.ipad.sina.com.cn/play.php?sid=84625'+location.hash);\r\n"
+        "}\r\n/*\ufffd\ufffd\ufffd*/\r\n"
+        ".wb_more{width: 98%;border-top: 1px solid #f0f0f0;}/*0702 zyc*/\r\n"
+        'var title = "张馨予何捷大婚";\r\nSinaPage.loadWidget({\r\n'
+        "新娘身穿浪漫蕾丝婚纱。\r\n"
+    )
+    assert clean(page) == "新娘身穿浪漫蕾丝婚纱。"
+    # prose with brackets and an English sentence stays
+    prose = (
+        "苹果发布iPhone XS (2018) 售价999美元; 分析师称(据路透社)销量可观。\nSales rose (in 2018)."
+    )
+    assert clean(prose) == prose
+
+
 def test_lowercase_is_optional():
     assert key("iPhone XS") == "iPhone XS"
     assert key("iPhone XS", NormalizeOptions(lowercase=True, noise_patterns=())) == "iphone xs"
