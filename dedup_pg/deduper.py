@@ -114,7 +114,7 @@ class Deduper:
         if self._semantic is None:
             model = semantic.ensure_active_model(self.conn)
             reuse = self._embedder if self._embedder and self._embedder.name == model.name else None
-            self._semantic = semantic.SemanticLayer(model, reuse)
+            self._semantic = semantic.SemanticLayer(model, reuse, self.options)
         return self._semantic
 
     def check_thresholds(self, thresholds: Mapping[str, Any]) -> dict[str, Any]:

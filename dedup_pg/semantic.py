@@ -30,13 +30,18 @@ from .embeddings import (
     EmbedderUnavailable,
     SentenceTransformerEmbedder,
     embed_documents,
+    lead_sample_text,
     load_embedder,
 )
+from .normalize import NormalizeOptions, normalize
 from .sqlfiles import queries
 
 _log = logging.getLogger(__name__)
 
 MODES = ("off", "gated", "always")
+#: Longer texts are embedded as their lead plus evenly sampled sentences
+#: (embeddings.lead_sample_text): the cost of a text stays bounded.
+MAX_EMBED_CHARS = 4000
 
 #: Cosine thresholds per content type from field practice with
 #: paraphrase-multilingual-MiniLM-L12-v2 (news and press releases 0.92-0.95,
@@ -285,8 +290,14 @@ def vector_text(vector: np.ndarray) -> str:
 class SemanticLayer:
     """The active model loaded, and the semantic statement of a transaction."""
 
-    def __init__(self, model: Model, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        model: Model,
+        embedder: Embedder | None = None,
+        options: NormalizeOptions | None = None,
+    ) -> None:
         self.model = model
+        self.options = options or NormalizeOptions()
         self.embedder = embedder or load_embedder(model.name)
         if self.embedder.name != model.name:
             raise ValueError(f"embedder {self.embedder.name} is not model {model.name}")
@@ -298,11 +309,30 @@ class SemanticLayer:
         self.embedded = 0
 
     def embed(self, docs: Sequence[tuple[str | None, str]]) -> np.ndarray:
+        """Vectors of (title, body) pairs as received: embedded in their
+        normalized form (markup, scraped scripts and noise lines out, as the
+        hash layers see them), and long ones cut to a lead and evenly sampled
+        sentences of MAX_EMBED_CHARS, so one huge page cannot stall a batch."""
         started = time.perf_counter()
-        vectors = embed_documents(self.embedder, docs, self.model.strategy)  # type: ignore[arg-type]
+        texts = [self._prepare(title, body) for title, body in docs]
+        vectors = embed_documents(self.embedder, texts, self.model.strategy)  # type: ignore[arg-type]
         self.seconds += time.perf_counter() - started
         self.embedded += len(docs)
         return vectors
+
+    def _prepare(self, title: str | None, body: str) -> tuple[str | None, str]:
+        try:
+            text = normalize(body, self.options).text
+        except ValueError:
+            text = body
+        if title:
+            try:
+                title = normalize(title, self.options).text
+            except ValueError:
+                title = None
+        if len(text) > MAX_EMBED_CHARS:
+            return None, lead_sample_text(title, text, MAX_EMBED_CHARS)
+        return title, text
 
     def run(
         self,
@@ -398,12 +428,13 @@ def reembed(
     *,
     batch_size: int = 64,
     all_history: bool = False,
+    options: NormalizeOptions | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
     """Embed every stored document (in the look-back window, or all) that has
     no vector for ``model``. Resumable: what is done stays done, and a rerun
     picks up the rest. Returns the number embedded."""
-    layer = SemanticLayer(model, embedder)
+    layer = SemanticLayer(model, embedder, options)
     params = {"model_id": model.model_id, "all": all_history}
     total = missing_embeddings(conn, model, all_history=all_history)
     done = 0
