@@ -228,3 +228,92 @@ SELECT pattern_id, source, kind, enabled, round(share::numeric, 3) AS share, doc
 
 -- name: template_set_enabled
 UPDATE source_templates SET enabled = %(enabled)s WHERE pattern_id = ANY(%(ids)s) RETURNING pattern_id;
+
+-- name: rebuild_pairs
+-- A rebuild's candidate pairs from the hash layers (dedup_rebuild_pairs, 0007_rebuild.sql).
+SELECT doc_id, seen_at, matched_doc_id, matched_seen_at, verdict, layer, score, distance, thresholds
+  FROM dedup_rebuild_pairs(%(since)s, %(overrides)s);
+
+-- name: rebuild_vector_pairs
+-- A rebuild's semantic pairs: HNSW neighbours of the active model.
+SELECT doc_id, seen_at, matched_doc_id, matched_seen_at, verdict, layer, score, distance, thresholds
+  FROM dedup_rebuild_vector_pairs(%(since)s, %(overrides)s);
+
+-- name: rebuild_documents
+-- Every stored document in scope, oldest first: the order clusters are kept in.
+SELECT doc_id, seen_at FROM documents
+ WHERE seen_at >= coalesce(%(since)s, '-infinity'::timestamptz) ORDER BY seen_at, doc_id;
+
+-- name: rebuild_lead_texts
+-- Texts whose lead clauses the lead rule needs (they are not stored).
+SELECT doc_id, title, body, source FROM documents WHERE doc_id = ANY (%(doc_ids)s);
+
+-- name: rebuild_clauses_of
+SELECT doc_id, array_agg(clause_hash) FROM document_clauses
+ WHERE doc_id = ANY (%(doc_ids)s) AND seen_at BETWEEN %(lo)s AND %(hi)s GROUP BY doc_id;
+
+-- name: rebuild_demote
+SELECT doc_id, candidate_id FROM dedup_rebuild_demote(%(links)s);
+
+-- name: rebuild_review
+SELECT doc_id, candidate_id FROM dedup_rebuild_review(%(reviews)s);
+
+-- name: rebuild_load
+SELECT pos, doc_id FROM dedup_rebuild_load(%(items)s);
+
+-- name: rebuild_protected
+-- Documents a rebuild never demotes: whitelisted texts, and documents a
+-- reviewer kept (restored, dismissed).
+SELECT d.doc_id FROM documents d
+ WHERE EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = d.content_sha1)
+UNION
+SELECT c.doc_id FROM duplicate_candidates c
+ WHERE c.status IN ('restored', 'dismissed') AND c.doc_id IS NOT NULL;
+
+-- name: rebuild_reviewed
+-- Documents that have a candidate of their own (queued, or decided by a
+-- reviewer): a rebuild queues no second review for them.
+SELECT DISTINCT doc_id FROM duplicate_candidates WHERE doc_id IS NOT NULL;
+
+-- name: rebuild_start
+INSERT INTO dedup_rebuild_runs (kind, fingerprint_key, since, total, last_seen_at, last_doc_id)
+VALUES (%(kind)s, %(key)s, %(since)s, %(total)s, NULL, 0)
+RETURNING run_id, last_seen_at, last_doc_id, done, changed;
+
+-- name: rebuild_resumable
+-- The unfinished re-fingerprint run under the same fingerprint key, if any.
+SELECT run_id, last_seen_at, last_doc_id, done, changed FROM dedup_rebuild_runs
+ WHERE kind = 'refingerprint' AND finished_at IS NULL AND fingerprint_key = %(key)s
+ ORDER BY run_id DESC LIMIT 1;
+
+-- name: rebuild_last_refingerprint
+SELECT fingerprint_key, finished_at FROM dedup_rebuild_runs
+ WHERE kind = 'refingerprint' ORDER BY run_id DESC LIMIT 1;
+
+-- name: rebuild_abandon
+-- Unfinished re-fingerprint runs under another key: superseded.
+UPDATE dedup_rebuild_runs
+   SET finished_at = now(), updated_at = now(), summary = '{"superseded": true}'
+ WHERE kind = 'refingerprint' AND finished_at IS NULL AND fingerprint_key <> %(key)s;
+
+-- name: rebuild_progress
+UPDATE dedup_rebuild_runs
+   SET last_seen_at = %(seen_at)s, last_doc_id = %(doc_id)s, done = done + %(done)s,
+       changed = changed + %(changed)s, updated_at = now()
+ WHERE run_id = %(run_id)s;
+
+-- name: rebuild_finish
+UPDATE dedup_rebuild_runs SET finished_at = now(), updated_at = now(), summary = %(summary)s
+ WHERE run_id = %(run_id)s;
+
+-- name: refingerprint_keys
+-- Every stored document's key, in the order a re-fingerprint run walks them.
+SELECT seen_at, doc_id FROM documents
+ WHERE (seen_at, doc_id) > (%(seen_at)s, %(doc_id)s) ORDER BY seen_at, doc_id;
+
+-- name: refingerprint_texts
+SELECT doc_id, seen_at, title, body, source FROM documents
+ WHERE doc_id = ANY (%(doc_ids)s) AND seen_at BETWEEN %(lo)s AND %(hi)s;
+
+-- name: refingerprint
+SELECT dedup_refingerprint(%(items)s);
