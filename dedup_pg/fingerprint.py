@@ -19,6 +19,7 @@ MIN_CLAUSE_CHARS = 16
 # that glues its paragraphs together yields the same clauses as one that does not.
 _CLAUSE_END = re.compile(r"(?<=[。!?;,:])")
 _SPACE = re.compile(r"\s+")
+_ENDS = re.compile(r"[。!?;,:]\s*$")
 #: Opening clauses sent for the lead rule (a stored text of up to LEAD_CLAUSES - 2
 #: clauses can be found as the lead of a longer one).
 LEAD_CLAUSES = 10
@@ -34,22 +35,27 @@ def clause_hashes(key: str, text: str | None = None) -> tuple[int, ...]:
 
     With ``text`` (the normalized text, lines kept), clauses are also cut at
     line starts: a copy whose unpunctuated title line runs into the first
-    sentence in the key still shares that sentence's first clause.
+    sentence in the key still shares that sentence's first clause. Only
+    punctuated pieces count there: an unpunctuated line is a title, a nav bar
+    or a link list, and site templates repeat those on every page.
     """
     pieces = _CLAUSE_END.split(key)
     if text is not None:
-        for line in text.split("\n"):
-            pieces.extend(_CLAUSE_END.split(line))
+        pieces.extend(_line_clauses(text))
     return tuple(sorted(set(_hashes(pieces))))
+
+
+def _line_clauses(text: str) -> list[str]:
+    """Pieces of each line that end at clause punctuation."""
+    return [p for line in text.split("\n") for p in _CLAUSE_END.split(line) if _ENDS.search(p)]
 
 
 def lead_clause_hashes(text: str, n: int = LEAD_CLAUSES) -> tuple[int, ...]:
     """Hashes of the first ``n`` distinct clauses of a normalized text, in order,
     cut at lines and clause punctuation: the lead rule asks whether a short
     stored text is exactly the opening of a longer one."""
-    pieces = [p for line in text.split("\n") for p in _CLAUSE_END.split(line)]
     lead: dict[int, None] = {}
-    for h in _hashes(pieces):
+    for h in _hashes(_line_clauses(text)):
         lead.setdefault(h)
         if len(lead) == n:
             break
