@@ -32,6 +32,12 @@ CREATE INDEX documents_simhash_band1_idx ON documents (simhash_band1) INCLUDE (s
 CREATE INDEX documents_simhash_band2_idx ON documents (simhash_band2) INCLUDE (simhash, seen_at, doc_id);
 CREATE INDEX documents_simhash_band3_idx ON documents (simhash_band3) INCLUDE (simhash, seen_at, doc_id);
 
+-- A document's clauses by doc_id (dedup_document_item, when a stored text is
+-- turned into a candidate): rows go in in doc_id order, so a BRIN index finds
+-- them for a few hundred kB per 20M rows (measured: 285 -> 6 ms per lookup
+-- at 1M documents) where a btree would cost ~25 bytes a clause.
+CREATE INDEX document_clauses_doc_id_idx ON document_clauses USING brin (doc_id) WITH (pages_per_range = 8);
+
 -- Per-source settings: a source's content type and its own values of
 -- dedup_settings keys (say a stricter simhash_distance for one site).
 CREATE TABLE dedup_sources (

@@ -42,6 +42,7 @@ def downgrade() -> None:
     )
     op.execute(
         """
+        DROP INDEX document_clauses_doc_id_idx;
         DROP INDEX documents_simhash_band0_idx, documents_simhash_band1_idx,
                    documents_simhash_band2_idx, documents_simhash_band3_idx;
         CREATE INDEX documents_simhash_band0_idx ON documents (simhash_band0);
