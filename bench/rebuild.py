@@ -19,14 +19,16 @@ documents; candidates by external id, layer, status and matched document).
 from __future__ import annotations
 
 import argparse
+import atexit
 import random
+import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 
 import psycopg
 from common import DATA, Report, engine_revision, log, read_jsonl
 
-from dedup_pg import Deduper
+from dedup_pg import Deduper, database
 from dedup_pg import rebuild as rb
 from dedup_pg.deduper import prepare_batch
 
@@ -75,7 +77,9 @@ def main() -> None:
     args = ap.parse_args()
     docs = corpus(args.limit)
     out = Report()
-    with Deduper() as dd0:
+    home = tempfile.mkdtemp(prefix="rebuild-bench-")  # a server of its own, stopped at exit
+    atexit.register(database.stop_embedded, home)
+    with Deduper(home=home) as dd0:
         admin = psycopg.conninfo.make_conninfo(dd0.dsn, dbname="postgres")
     dsns = {}
     for name in ("bench_stream", "bench_rebuild"):

@@ -52,6 +52,7 @@ Run from the repository root:  python bench/semantic_quality.py [--pool N]
 from __future__ import annotations
 
 import argparse
+import atexit
 import collections
 import os
 import platform
@@ -526,6 +527,8 @@ def main(argv: list[str] | None = None) -> int:
     log(f"minhash baseline: {outcomes[-1].seconds:.1f} s")
 
     home = Path(os.environ.get("DEDUP_PG_HOME") or tempfile.mkdtemp(prefix="semq-"))
+    if not os.environ.get("DEDUP_PG_HOME"):
+        atexit.register(database.stop_embedded, home)  # the server this run started
     base = database.resolve_dsn(None, home)
     base = make_conninfo(**{k: v for k, v in conninfo_to_dict(base).items()})
     embedder = Usem3Embedder()
