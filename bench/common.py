@@ -89,3 +89,17 @@ def cpu_model() -> str:
     except OSError:
         pass
     return "?"
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile of ``values``, linearly interpolated."""
+    values = sorted(values)
+    k = (len(values) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def verdict_label(v: object) -> str:
+    """``verdict/layer`` of a Verdict, for counting outcomes."""
+    verdict, layer = v.verdict, v.layer  # type: ignore[attr-defined]
+    return f"{verdict}/{layer}" if layer else verdict

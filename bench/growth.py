@@ -109,8 +109,6 @@ import re
 import resource
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -123,13 +121,14 @@ from pathlib import Path
 warnings.filterwarnings("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
 
 import psutil  # noqa: E402
+from common import DATA as SHARED_DATA  # noqa: E402
+from common import ROOT, cpu_model, engine_revision, log, pct, verdict_label  # noqa: E402
 
 import dedup_pg  # noqa: E402
 from dedup_pg import Deduper, database  # noqa: E402
 from dedup_pg.fingerprint import fingerprint  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "news"
+DATA = SHARED_DATA / "news"
 RESULTS = ROOT / "bench" / "results" / "growth.md"
 SEED = 20181107
 SPAN = timedelta(days=7)  # distinct documents' seen_at spread
@@ -157,22 +156,6 @@ _SENTENCE = re.compile(r"[^。！？!?]*[。！？!?]+[”’」』）)]*|[^。�
 # where dedup_pg.fingerprint cuts clauses (before NFKC: full-width forms too)
 _PIECE = re.compile(r"(?<=[，。；：！？,;:!?])")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    k = (len(values) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (k - lo)
-
-
-def verdict_label(v: object) -> str:
-    verdict, layer = v.verdict, v.layer  # type: ignore[attr-defined]
-    return f"{verdict}/{layer}" if layer else verdict
 
 
 # -- input ---------------------------------------------------------------------
@@ -931,30 +914,13 @@ def settings(dd: Deduper) -> dict[str, str]:
 
 
 def machine() -> dict[str, str]:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "?"
     return {
         "nproc": str(os.cpu_count()),
-        "CPU": cpu,
+        "CPU": cpu_model(),
         "memory": f"{psutil.virtual_memory().total / 2**30:.1f} GiB",
         "Python": platform.python_version(),
         "OS": platform.platform(),
-        "dedup-pg": f"{dedup_pg.__version__} (commit {commit}, working tree may hold others' edits)",
+        "dedup-pg": f"{dedup_pg.__version__} (commit {engine_revision()})",
     }
 
 

@@ -74,7 +74,16 @@ from pathlib import Path
 warnings.filterwarnings("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
 
 import rjieba  # noqa: E402
-from common import DATA, ROOT, cpu_model, engine_revision, log, read_jsonl  # noqa: E402
+from common import (  # noqa: E402
+    DATA,
+    ROOT,
+    cpu_model,
+    engine_revision,
+    log,
+    pct,
+    read_jsonl,
+    verdict_label,
+)
 from psycopg.types.json import Jsonb  # noqa: E402
 
 import dedup_pg  # noqa: E402
@@ -156,18 +165,6 @@ def timed_pass(func: Callable[[object], object], items: Iterable[object]) -> flo
     for item in items:
         func(item)
     return time.perf_counter() - started
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    k = (len(values) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (k - lo)
-
-
-def verdict_label(v: object) -> str:
-    verdict, layer = v.verdict, v.layer  # type: ignore[attr-defined]
-    return f"{verdict}/{layer}" if layer else verdict
 
 
 class FreshDB:
