@@ -233,7 +233,6 @@ DECLARE
     v_matched_body text;
     v_clauses bigint[];
     v_thresholds jsonb;
-    v_global jsonb;
     v_by_source jsonb := '{}';
     v_source_key text;
     v_prev_key text;
@@ -247,7 +246,7 @@ DECLARE
 BEGIN
     -- settings: dedup_settings, then the source's own (dedup_sources), then
     -- this call's overrides; resolved once per source in the batch
-    v_global := dedup_effective_settings(NULL, p_overrides);
+    v_by_source := jsonb_build_object('', dedup_effective_settings(NULL, p_overrides));
 
     IF NOT p_dry_run THEN
         -- Lock every stripe a batch item could collide on, in stripe order (so
@@ -282,8 +281,7 @@ BEGIN
         IF v_source_key IS DISTINCT FROM v_prev_key THEN
             IF NOT v_by_source ? v_source_key THEN
                 v_by_source := v_by_source || jsonb_build_object(
-                    v_source_key, CASE WHEN it.source IS NULL THEN v_global
-                                       ELSE dedup_effective_settings(it.source, p_overrides) END);
+                    v_source_key, dedup_effective_settings(it.source, p_overrides));
             END IF;
             v_settings := v_by_source -> v_source_key;
             v_prev_key := v_source_key;
@@ -687,8 +685,9 @@ BEGIN
           FROM jsonb_array_elements(coalesce(p_stored, '[]')) s
         ON CONFLICT DO NOTHING;
     END IF;
-    PERFORM set_config('hnsw.ef_search',
-                       (dedup_effective_settings(NULL, p_overrides) ->> 'semantic_ef_search'), true);
+    -- settings per source, resolved once each ('' = no source)
+    v_by_source := jsonb_build_object('', dedup_effective_settings(NULL, p_overrides));
+    PERFORM set_config('hnsw.ef_search', v_by_source -> '' ->> 'semantic_ef_search', true);
     BEGIN  -- pgvector >= 0.8: keep scanning when the window filter drops rows
         PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
     EXCEPTION WHEN OTHERS THEN
