@@ -427,6 +427,8 @@ def _to_row(pos: int, doc: Document, fp: Fingerprint, seen_at: datetime) -> dict
         "length": fp.length,
         "clauses": list(fp.clauses),
         "lead": list(fp.lead),
+        "minhash": list(fp.minhash) if fp.minhash is not None else None,
+        "facts": list(fp.facts),
         "content_type": doc.content_type,
         "norm_version": NORMALIZATION_VERSION,
     }

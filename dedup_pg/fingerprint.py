@@ -7,7 +7,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from . import minhash as mh
 from . import simhash as sh
+from .facts import facts
 from .normalize import NormalizeOptions, normalize
 from .tokenize import TERMS
 
@@ -79,6 +81,8 @@ class Fingerprint:
     length: int  # characters in the key: the SimHash distance depends on it
     clauses: tuple[int, ...]  # signed 64-bit hashes of the body's distinct clauses
     lead: tuple[int, ...]  # the body's first clauses, in order
+    minhash: tuple[int, ...] | None  # MinHash signature over 5-grams of the key (None: too short)
+    facts: tuple[str, ...]  # numbers, names, titles: what verifies a near-duplicate match
 
     @property
     def bands(self) -> list[int]:
@@ -107,4 +111,6 @@ def fingerprint(body: str, title: str | None, options: NormalizeOptions) -> Fing
         length=len(key),
         clauses=clause_hashes(norm_body.key, norm_body.text),
         lead=lead_clause_hashes(norm_body.text),
+        minhash=None if (sig := mh.signature(key)) is None else tuple(sig),
+        facts=tuple(facts(text)),
     )

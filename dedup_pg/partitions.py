@@ -1,7 +1,7 @@
 """Day partitions as an operation: list them, create days ahead, drop old days.
 
-Dropping a day is a partition drop, not a DELETE: each of the four per-day
-tables' partition is detached with ``DETACH PARTITION ... CONCURRENTLY`` (which
+Dropping a day is a partition drop, not a DELETE: each per-day
+table's partition is detached with ``DETACH PARTITION ... CONCURRENTLY`` (which
 does not block ingest into other days) and then dropped. Days inside the
 look-back window are refused: they are still being compared against. That also
 keeps the exact layer right without touching it: a dropped day's digests in
@@ -25,6 +25,7 @@ TABLES = (
     "document_sightings",
     "duplicate_candidates",
     "document_embeddings",
+    "document_minhash_bands",
 )
 
 

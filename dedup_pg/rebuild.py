@@ -48,7 +48,7 @@ from .templates import TemplateSet
 
 #: Layer precedence for a pair with several kinds of evidence (streaming
 #: checks them in this order).
-LAYERS = ("exact", "simhash", "containment", "semantic")
+LAYERS = ("exact", "simhash", "containment", "minhash", "semantic")
 #: Rounds of pairs -> clusters -> demotions before giving up on a fixpoint.
 MAX_ROUNDS = 5
 

@@ -42,11 +42,14 @@ def queries() -> dict[str, str]:
 
 
 def sql_function(filename: str, name: str) -> str:
-    """One ``CREATE FUNCTION name(...)`` statement of a numbered file: a
-    downgrade re-applies the definition the revision before it made."""
+    """One ``CREATE FUNCTION name(...)`` statement of a numbered file (plpgsql
+    or SQL language): a downgrade re-applies the definition the revision
+    before it made."""
     text = read_sql(filename)
     match = re.search(
-        rf"^CREATE (?:OR REPLACE )?FUNCTION {re.escape(name)}\(.*?^END \$\$;$", text, re.S | re.M
+        rf"^CREATE (?:OR REPLACE )?FUNCTION {re.escape(name)}\(.*?^(?:END )?\$\$;$",
+        text,
+        re.S | re.M,
     )
     if match is None:
         raise LookupError(f"no function {name} in {filename}")

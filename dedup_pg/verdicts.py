@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 VerdictKind = Literal["new", "duplicate", "review", "error"]
-Layer = Literal["exact", "simhash", "containment", "semantic"]
+Layer = Literal["exact", "simhash", "containment", "minhash", "semantic"]
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,7 @@ INSERT INTO ingest_errors (external_id, source, error, payload)
 VALUES (%(external_id)s, %(source)s, %(error)s, %(payload)s);
 
 -- name: stats
-SELECT day, source, ingested, new, exact, simhash, containment, semantic, review, review_pending,
+SELECT day, source, ingested, new, exact, simhash, containment, minhash, semantic, review, review_pending,
        restored, dismissed, confirmed, errors
   FROM dedup_daily_stats
  ORDER BY day DESC, source NULLS FIRST;

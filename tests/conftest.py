@@ -91,6 +91,12 @@ def sina(shared_data: Path) -> list[dict]:
     return read_jsonl(shared_data / "news" / "sina2018.jsonl", limit=1500)
 
 
+@pytest.fixture(scope="session")
+def sina_all(shared_data: Path) -> list[dict]:
+    """Every Sina article (the labelled pairs name articles beyond the first 1,500)."""
+    return read_jsonl(shared_data / "news" / "sina2018.jsonl")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
     """In CI every test must run: a skip (a missing optional package, missing

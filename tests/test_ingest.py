@@ -319,6 +319,8 @@ def test_thresholds_per_call(dd, sina):
         "simhash_review_distance": 0,
         "containment_threshold": 1.01,
         "containment_review_threshold": 1.01,
+        "minhash_threshold": 1.01,
+        "minhash_review_threshold": 1.01,
     }
     assert dd.check_many([copy], strict)[0].verdict == "new"
     v = dd.ingest_batch([copy], strict)[0]

@@ -134,6 +134,8 @@ def test_thresholds_per_request(server, sina):
         "simhash_review_distance": 0,
         "containment_threshold": 1.01,
         "containment_review_threshold": 1.01,
+        "minhash_threshold": 1.01,
+        "minhash_review_threshold": 1.01,
     }
     assert (
         httpx.post(f"{server}/v1/check", json={**copy, "thresholds": strict}).json()["verdict"]

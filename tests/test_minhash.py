@@ -1,0 +1,143 @@
+"""The MinHash layer and the fact check, on real Sina articles."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from test_concurrency import WRITERS, _race
+
+from dedup_pg import Deduper, minhash
+from dedup_pg.facts import disagree, facts
+
+# SimHash and containment made blind, so only the MinHash layer can match.
+HASHES_OFF = {
+    "simhash_distance": 0,
+    "simhash_review_distance": 0,
+    "containment_threshold": 1.01,
+    "containment_review_threshold": 1.01,
+}
+SYNONYMS = [
+    ("表示", "称"),
+    ("目前", "当前"),
+    ("已经", "已"),
+    ("进行", "开展"),
+    ("公司", "企业"),
+    ("发布", "公布"),
+    ("但是", "不过"),
+    ("因为", "由于"),
+    ("可以", "能够"),
+    ("非常", "十分"),
+    ("记者", "本报记者"),
+    ("今年", "本年"),
+]
+
+
+def synonyms(text: str, pairs=SYNONYMS) -> str:
+    for a, b in pairs:
+        text = text.replace(a, b)
+    return text
+
+
+def _shingles(text: str) -> set[str]:
+    text = re.sub(r"\s+", "", text)
+    return {text[i : i + minhash.SHINGLE] for i in range(len(text) - minhash.SHINGLE + 1)}
+
+
+def test_signature_estimates_jaccard(sina):
+    errors = []
+    for a in sina[:60]:
+        body = a["body"]
+        if len(body) < 400:
+            continue
+        third = len(body) // 3
+        other = body[:third] + body[2 * third :] + "本文来自示例网,转载请注明出处。"
+        sa, sb = minhash.signature(body), minhash.signature(other)
+        assert sa is not None and sb is not None and len(sa) == minhash.NUM_PERM
+        x, y = _shingles(body), _shingles(other)
+        errors.append(minhash.similarity(sa, sb) - len(x & y) / len(x | y))
+    assert len(errors) >= 20
+    assert abs(sum(errors) / len(errors)) < 0.03  # unbiased
+    assert max(abs(e) for e in errors) < 0.2  # 128 permutations: sd ~0.044
+    assert minhash.signature(sina[0]["body"]) == minhash.signature(sina[0]["body"])  # stable
+    assert minhash.signature("今天上午,示例市举行新闻发布会。") is None  # too short
+
+
+def test_facts_differ_on_both_sides_only_for_another_story():
+    a = facts("娜奥米·沃茨加盟《权力的游戏》前传试播集,2018年10月31日消息。")
+    b = facts("乔什·怀特豪斯加盟《权力的游戏》前传剧集,2018年11月1日消息。")
+    assert "2018" in a and "沃茨" in a and "怀特" in b
+    assert disagree(a, b, 0.15)
+    assert not disagree(a, a + ["广告", "400"], 0.15)  # one side adds: a copy with an ad
+    assert not disagree(a, a[:2], 0.15)  # one side drops: a truncated copy
+
+
+def test_synonym_rewrite_is_a_minhash_duplicate(dd, sina):
+    originals = [a for a in sina[400:460] if len(a["body"]) > 600][:10]
+    list(dd.ingest_many({"id": a["id"], "title": a["title"], "body": a["body"]} for a in originals))
+    a = originals[3]
+    copy = {"id": "syn", "title": synonyms(a["title"]), "body": synonyms(a["body"])}
+    assert copy["body"] != a["body"]
+    v = dd.ingest_batch([copy], thresholds=HASHES_OFF)[0]
+    assert (v.verdict, v.layer, v.matched_id) == ("duplicate", "minhash", a["id"]), v
+    assert 0.5 <= v.score < 1.0
+    row = dd.conn.execute(
+        "SELECT body, layer, status, (thresholds ->> 'minhash_threshold')::float"
+        " FROM duplicate_candidates WHERE candidate_id = %s",
+        [v.candidate_id],
+    ).fetchone()
+    assert row == (copy["body"], "minhash", "auto", 0.5)
+    # restorable: back as a document with its MinHash bands
+    dd.conn.execute("SELECT restore_candidate(%s)", [v.candidate_id])
+    assert dd.conn.execute(
+        "SELECT count(*) FROM document_minhash_bands b JOIN documents d USING (doc_id, seen_at)"
+        " WHERE d.external_id = 'syn'"
+    ).fetchone() == (minhash.BANDS,)
+    # the layer can be turned off per call
+    b = originals[5]
+    other = {"id": "syn2", "title": synonyms(b["title"]), "body": synonyms(b["body"])}
+    assert dd.check_many([other], thresholds=HASHES_OFF)[0].layer == "minhash"
+    off = HASHES_OFF | {"minhash_threshold": None}
+    unchecked = dd.check_many([other], thresholds=off)[0]
+    assert unchecked.verdict == "new", unchecked
+
+
+def test_template_pair_goes_to_review_not_duplicate(dd, sina_all):
+    """Two admissions brochures of one conservatory (academic vs professional
+    master's): 0.87 character 8-gram Jaccard, different majors and codes."""
+    by_id = {a["id"]: a for a in sina_all}
+    first, second = by_id["sina18-ab758ed17a64"], by_id["sina18-78113133d36c"]
+    dd.ingest({"id": first["id"], "title": first["title"], "body": first["body"]})
+    v = dd.ingest({"id": second["id"], "title": second["title"], "body": second["body"]})
+    assert v.verdict == "review" and v.matched_id == first["id"], v
+    assert v.doc_id is not None  # kept
+    unchecked = dd.check_many(
+        [{"title": second["title"], "body": second["body"]}],
+        thresholds={"facts_disagreement_share": None},
+    )[0]
+    assert unchecked.verdict == "duplicate"  # what the fact check prevented
+
+
+@pytest.mark.slow
+def test_rewrites_from_parallel_writers_give_one_new_document(dsn, sina):
+    """Four writers, four synonym rewrites of one unseen story, at one moment:
+    only the MinHash layer can see they are one story, and exactly one is new."""
+    article = next(a for a in sina[500:] if len(a["body"]) > 1500)
+    with Deduper(dsn) as dd:
+        for name, value in HASHES_OFF.items():
+            dd.set_setting(name, value)
+    docs = [
+        [
+            {
+                "id": f"w{w}",
+                "title": article["title"],
+                "body": synonyms(article["body"], SYNONYMS[w : w + 6]),
+            }
+        ]
+        for w in range(WRITERS)
+    ]
+    out = _race(dsn, docs)
+    assert sorted(v[1] for v in out) == ["duplicate"] * (WRITERS - 1) + ["new"], out
+    assert "minhash" in {v[2] for v in out if v[1] == "duplicate"}, out
+    with Deduper(dsn, migrate=False) as dd:
+        assert dd.conn.execute("SELECT count(*) FROM documents").fetchone()[0] == 1
