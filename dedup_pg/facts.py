@@ -6,9 +6,11 @@ differ in numbers (scores, codes, dates, amounts), names (players, actors,
 companies) and titles of works. A rewrite or a repost keeps those. So a
 near-duplicate match is verified on the pair's facts: when *each* text holds
 facts the other lacks (a share of its own facts, ``facts_disagreement_share``)
-the match goes to review instead of duplicate. One-sided differences are what
-copies do: an added ad paragraph brings new facts, a deleted paragraph takes
-some away.
+the match goes to review instead of duplicate; so it does when the incoming
+text adds many facts (``facts_added_share``: a commentary that appends a
+speech is not a copy of the speech). Small one-sided differences are what
+copies do: an added ad paragraph brings a few new facts, a deleted paragraph
+takes some away.
 
 Facts are numbers of two or more characters and jieba's person, place,
 organisation and other proper-noun tokens of two or more characters, taken
@@ -46,11 +48,16 @@ def facts(text: str) -> list[str]:
     return list(found)[:MAX_FACTS]
 
 
-def disagree(a: list[str], b: list[str], share: float) -> bool:
-    """Does each side hold facts the other lacks, at least ``share`` of its own
-    (and at least one)? As SQL's ``dedup_facts_disagree``."""
+def disagree(a: list[str], b: list[str], share: float, added_share: float | None = 0.3) -> bool:
+    """Are ``a`` (the incoming text's facts) and ``b`` different stories? Each
+    holds facts the other lacks (at least ``share`` of its own and at least
+    one), or ``a`` adds at least 10 facts and ``added_share`` of its own (a new
+    text quoting an old one; None: not checked). As SQL's
+    ``dedup_facts_disagree``."""
     only_a = set(a) - set(b)
     only_b = set(b) - set(a)
-    return len(only_a) >= max(1.0, share * len(set(a))) and len(only_b) >= max(
+    both_sides = len(only_a) >= max(1.0, share * len(set(a))) and len(only_b) >= max(
         1.0, share * len(set(b))
     )
+    added = added_share is not None and len(only_a) >= max(10.0, added_share * len(set(a)))
+    return both_sides or added

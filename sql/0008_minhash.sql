@@ -23,7 +23,9 @@ INSERT INTO dedup_settings (name, value, description) VALUES
  ('minhash_review_threshold', '0.4',
   'estimated 5-gram Jaccard at or above which a text is queued for review'),
  ('facts_disagreement_share', '0.15',
-  'a near-duplicate match (simhash, containment, minhash) goes to review instead of duplicate when each text holds facts (numbers, names, titles) the other lacks, at least this share of its own facts; null = no fact check');
+  'a near-duplicate match (simhash, containment, minhash) goes to review instead of duplicate when each text holds facts (numbers, proper names) the other lacks, at least this share of its own facts; null = no fact check'),
+ ('facts_added_share', '0.3',
+  'a near-duplicate match also goes to review when the incoming text adds at least 10 facts the matched one lacks and at least this share of its own: a new text quoting or appending an old one; null = not checked');
 
 ALTER TYPE dedup_item ADD ATTRIBUTE minhash integer[], ADD ATTRIBUTE facts text[];
 
@@ -136,17 +138,26 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
       FROM unnest(p_a, p_b) u(x, y)
 $$;
 
--- Does each text hold facts the other lacks (at least p_share of its own, and
--- at least one)? Two stories on one template do; a copy that adds or drops a
--- paragraph differs on one side only. Null share or facts: no.
-CREATE FUNCTION dedup_facts_disagree(p_a text[], p_b text[], p_share double precision)
+-- Are these two texts different stories? p_a is the incoming text's facts,
+-- p_b the matched one's. Yes when each holds facts the other lacks (at least
+-- p_share of its own, and at least one): two stories on one template. Also
+-- when the incoming text adds many facts (at least 10, and p_added_share of
+-- its own): a new text that quotes or appends an old one. A copy that adds a
+-- banner or an ad, or drops paragraphs, differs on one side by a few facts.
+-- Null share or facts: no.
+CREATE FUNCTION dedup_facts_disagree(p_a text[], p_b text[], p_share double precision,
+                                     p_added_share double precision DEFAULT 0.3)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    WITH d AS (
+        SELECT (SELECT count(*) FROM (SELECT unnest(p_a) EXCEPT SELECT unnest(p_b)) x) AS only_a,
+               (SELECT count(*) FROM (SELECT unnest(p_b) EXCEPT SELECT unnest(p_a)) x) AS only_b
+    )
     SELECT p_share IS NOT NULL AND p_a IS NOT NULL AND p_b IS NOT NULL
-       AND (SELECT count(*) FROM (SELECT unnest(p_a) EXCEPT SELECT unnest(p_b)) x)
-           >= greatest(1, p_share * cardinality(p_a))
-       AND (SELECT count(*) FROM (SELECT unnest(p_b) EXCEPT SELECT unnest(p_a)) x)
-           >= greatest(1, p_share * cardinality(p_b))
+       AND ((d.only_a >= greatest(1, p_share * cardinality(p_a))
+             AND d.only_b >= greatest(1, p_share * cardinality(p_b)))
+            OR d.only_a >= greatest(10, coalesce(p_added_share, 2) * cardinality(p_a)))
+      FROM d
 $$;
 
 -- Store an item as a kept document with doc_id p_doc_id (clauses and MinHash
@@ -411,6 +422,7 @@ DECLARE
     v_mh_dup double precision;
     v_mh_review double precision;
     v_facts_share double precision;
+    v_facts_added double precision;
     v_mh_bands bigint[];
     v_matched_facts text[];
 BEGIN
@@ -472,6 +484,7 @@ BEGIN
             v_mh_dup := (v_settings ->> 'minhash_threshold')::double precision;
             v_mh_review := least(v_mh_dup, (v_settings ->> 'minhash_review_threshold')::double precision);
             v_facts_share := (v_settings ->> 'facts_disagreement_share')::double precision;
+            v_facts_added := (v_settings ->> 'facts_added_share')::double precision;
             v_steps := ARRAY(SELECT (r ->> 0)::integer
                                FROM jsonb_array_elements(v_settings -> 'simhash_distance_by_length') r);
         END IF;
@@ -502,6 +515,7 @@ BEGIN
             'minhash_threshold', v_mh_dup,
             'minhash_review_threshold', v_mh_review,
             'facts_disagreement_share', v_facts_share,
+            'facts_added_share', v_facts_added,
             'window_days', v_settings -> 'window_days');
         m_doc_id := NULL; m_layer := NULL; m_score := NULL; m_dist := NULL;
         r_doc_id := NULL; r_layer := NULL; r_score := NULL; r_dist := NULL;
@@ -700,13 +714,21 @@ BEGIN
             END IF;
         END IF;
 
-        -- Fact check: a near-duplicate match where each text holds numbers,
-        -- names or titles the other lacks is two stories on one template (two
-        -- match reports, two brochures of one school): review, not duplicate.
+        -- Fact check: a near-duplicate match where each text holds numbers or
+        -- names the other lacks is two stories on one template (two match
+        -- reports, two brochures of one school): review, not duplicate. So is
+        -- one where the incoming text adds many facts (a commentary appending
+        -- a speech), unless its opening clauses (the lead, after any banner)
+        -- are the matched text's: a full recrawl of a page stored truncated.
         IF verdict IS NULL AND m_doc_id IS NOT NULL AND v_facts_share IS NOT NULL THEN
             SELECT d.facts INTO v_matched_facts
               FROM documents d WHERE d.doc_id = m_doc_id AND d.seen_at = m_seen_at;
-            IF dedup_facts_disagree(it.facts, v_matched_facts, v_facts_share) THEN
+            IF dedup_facts_disagree(
+                   it.facts, v_matched_facts, v_facts_share,
+                   CASE WHEN EXISTS (SELECT 1 FROM document_clauses dc
+                                      WHERE dc.clause_hash = ANY (v_lead)
+                                        AND dc.doc_id = m_doc_id AND dc.seen_at = m_seen_at)
+                        THEN NULL ELSE v_facts_added END) THEN
                 r_doc_id := m_doc_id; r_seen_at := m_seen_at; r_ext := m_ext;
                 r_layer := m_layer; r_score := m_score; r_dist := m_dist;
                 m_doc_id := NULL;

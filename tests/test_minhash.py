@@ -70,6 +70,19 @@ def test_facts_differ_on_both_sides_only_for_another_story():
     assert disagree(a, b, 0.15)
     assert not disagree(a, a + ["广告", "400"], 0.15)  # one side adds: a copy with an ad
     assert not disagree(a, a[:2], 0.15)  # one side drops: a truncated copy
+    commentary = a + [f"事实{i}" for i in range(12)]  # a new text appending an old one
+    assert disagree(commentary, a, 0.15) and not disagree(a, commentary, 0.15)
+
+
+def test_sql_fact_check_is_the_python_one(dd, sina):
+    texts = [facts(f"{x['title']}\n{x['body']}") for x in sina[:40]]
+    cases = [(texts[i], texts[j]) for i in range(8) for j in range(8)]
+    cases += [(t, t[: len(t) // 2]) for t in texts] + [(t + ["新1", "新2"], t) for t in texts]
+    for a, b in cases:
+        (sql,) = dd.conn.execute(
+            "SELECT dedup_facts_disagree(%s, %s, 0.15, 0.3)", [a, b]
+        ).fetchone()
+        assert sql == disagree(a, b, 0.15, 0.3), (a, b)
 
 
 def test_synonym_rewrite_is_a_minhash_duplicate(dd, sina):

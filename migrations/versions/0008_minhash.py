@@ -40,7 +40,7 @@ def downgrade() -> None:
     op.execute(
         """
         DROP FUNCTION dedup_remove_document(bigint, timestamptz);
-        DROP FUNCTION dedup_facts_disagree(text[], text[], double precision);
+        DROP FUNCTION dedup_facts_disagree(text[], text[], double precision, double precision);
         DROP FUNCTION dedup_minhash_similarity(integer[], integer[]);
         DROP TABLE document_minhash_bands;
         DROP FUNCTION dedup_minhash_bands(integer[]);
@@ -48,7 +48,8 @@ def downgrade() -> None:
         ALTER TABLE duplicate_candidates DROP COLUMN minhash, DROP COLUMN facts;
         ALTER TYPE dedup_item DROP ATTRIBUTE minhash, DROP ATTRIBUTE facts;
         DELETE FROM dedup_settings
-         WHERE name IN ('minhash_threshold', 'minhash_review_threshold', 'facts_disagreement_share');
+         WHERE name IN ('minhash_threshold', 'minhash_review_threshold', 'facts_disagreement_share',
+                        'facts_added_share');
         """
     )
     for filename, name in (
