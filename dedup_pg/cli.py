@@ -208,13 +208,18 @@ def ingest(
 @click.argument("text")
 @click.option("--title", help="Title of the text, if it has one.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+@click.option(
+    "--exact", is_flag=True, help="The exact layer alone: has this very text been stored?"
+)
 @_database_options
-def check(text: str, title: str | None, as_json: bool, dsn: str | None, home: str | None) -> None:
+def check(
+    text: str, title: str | None, as_json: bool, exact: bool, dsn: str | None, home: str | None
+) -> None:
     """Check TEXT ('-' for stdin) against the database without storing it."""
     if text == "-":
         text = sys.stdin.read()
     with _open(dsn, home) as dd:
-        verdict = dd.is_duplicate(text, title=title)
+        verdict = dd.seen(text, title=title) if exact else dd.is_duplicate(text, title=title)
     if as_json:
         click.echo(_verdict_line(verdict))
     else:

@@ -27,7 +27,7 @@ from psycopg.types.json import Jsonb
 from . import database, semantic
 from .documents import Document, InputError, to_document
 from .embeddings import Embedder
-from .fingerprint import Fingerprint, fingerprint
+from .fingerprint import Fingerprint, content_digest, fingerprint
 from .normalize import DEFAULT_NOISE_PATTERNS, NORMALIZATION_VERSION, NormalizeOptions
 from .simhash import to_signed
 from .sqlfiles import queries
@@ -181,6 +181,32 @@ class Deduper:
     def is_duplicate(self, text: str, title: str | None = None) -> Verdict:
         """Check a text against the database without storing anything."""
         return self.check_many([{"body": text, "title": title}])[0]
+
+    def seen(self, text: str, title: str | None = None) -> Verdict:
+        """The exact layer alone, read-only: was this text (after normalization)
+        stored within the window? One digest lookup, for a crawler that wants
+        to skip what it already has before parsing or fetching more; near
+        duplicates need ``is_duplicate``."""
+        try:
+            doc = to_document({"body": text, "title": title}, self.max_chars, None)
+            digest = content_digest(doc.body, doc.title, self.options)
+        except (InputError, ValueError) as exc:
+            return Verdict(None, "error", error=str(exc))
+        row = self.conn.execute(
+            queries()["seen"],
+            {"sha1": digest, "window": int(self.settings["window_days"])},
+        ).fetchone()
+        if row is None:
+            return Verdict(None, "new")
+        return Verdict(
+            None,
+            "duplicate",
+            "exact",
+            matched_id=row[1],
+            matched_doc_id=row[0],
+            score=1.0,
+            distance=0,
+        )
 
     def check_many(
         self, docs: Iterable[Item], thresholds: Mapping[str, Any] | None = None

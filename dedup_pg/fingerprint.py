@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from . import minhash as mh
 from . import simhash as sh
 from .facts import facts
-from .normalize import NormalizeOptions, normalize
+from .normalize import Normalized, NormalizeOptions, normalize
 from .tokenize import TERMS
 
 #: Clauses shorter than this (characters, spaces removed) are not fingerprinted:
@@ -89,10 +89,10 @@ class Fingerprint:
         return sh.bands(self.simhash)
 
 
-def fingerprint(body: str, title: str | None, options: NormalizeOptions) -> Fingerprint:
-    """Fingerprint a document. The title counts: a same title over a different
-    body is a different document, and a new title over the same body only moves
-    the SimHash a little."""
+def _normalized(
+    body: str, title: str | None, options: NormalizeOptions
+) -> tuple[Normalized, Normalized | None, str]:
+    """The normalized body and title, and the key the exact layer hashes."""
     norm_body = normalize(body, options)
     norm_title = None
     if title and title.strip():
@@ -101,6 +101,19 @@ def fingerprint(body: str, title: str | None, options: NormalizeOptions) -> Fing
         except ValueError:
             norm_title = None  # a title made only of noise is no title
     key = norm_body.key if norm_title is None else f"{norm_title.key}\n{norm_body.key}"
+    return norm_body, norm_title, key
+
+
+def content_digest(body: str, title: str | None, options: NormalizeOptions) -> bytes:
+    """The exact layer's SHA-1 alone (``Deduper.seen``): no tokens, no signatures."""
+    return hashlib.sha1(_normalized(body, title, options)[2].encode("utf-8")).digest()
+
+
+def fingerprint(body: str, title: str | None, options: NormalizeOptions) -> Fingerprint:
+    """Fingerprint a document. The title counts: a same title over a different
+    body is a different document, and a new title over the same body only moves
+    the SimHash a little."""
+    norm_body, norm_title, key = _normalized(body, title, options)
     text = norm_body.text if norm_title is None else f"{norm_title.text}\n{norm_body.text}"
     return Fingerprint(
         digest=hashlib.sha1(key.encode("utf-8")).digest(),

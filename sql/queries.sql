@@ -317,3 +317,14 @@ SELECT doc_id, seen_at, title, body, source FROM documents
 
 -- name: refingerprint
 SELECT dedup_refingerprint(%(items)s);
+
+-- name: seen
+-- Deduper.seen: the exact layer alone, read-only (a whitelisted text is never
+-- a duplicate; window_days 0 = all history).
+SELECT g.doc_id, d.external_id
+  FROM document_digests g
+  LEFT JOIN documents d ON d.doc_id = g.doc_id AND d.seen_at = g.seen_at
+ WHERE g.content_sha1 = %(sha1)s
+   AND (%(window)s = 0 OR g.seen_at BETWEEN now() - make_interval(days => %(window)s)
+                                       AND now() + make_interval(days => %(window)s))
+   AND NOT EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = %(sha1)s);

@@ -86,6 +86,9 @@ def test_check_and_stats(dsn):
     assert json.loads(result.stdout)["verdict"] == "new"
     result = run("check", "   ", "--dsn", dsn)
     assert result.exit_code == 1 and "empty" in result.stdout
+    assert run("check", GOOD, "--exact", "--dsn", dsn).stdout.startswith("duplicate of x (")
+    near = GOOD + "本文来自示例网。"
+    assert run("check", near, "--exact", "--dsn", dsn).stdout.strip() == "new"
     result = run("stats", "--dsn", dsn)
     assert "documents 1" in result.stdout and "ingested" in result.stdout
     stats = json.loads(run("stats", "--dsn", dsn, "--format", "json").stdout)

@@ -341,3 +341,19 @@ def test_thresholds_are_recorded_with_each_decision(dsn, sina):
                 [v.candidate_id],
             ).fetchone()[0]
             assert recorded == "0.75"
+
+
+def test_seen_is_the_exact_layer_alone(dd, sina):
+    a = sina[130]
+    dd.ingest({"id": a["id"], "title": a["title"], "body": a["body"]})
+    hit = dd.seen("\n  " + a["body"].replace("，", ","), a["title"])  # same after normalization
+    assert (hit.verdict, hit.layer, hit.matched_id) == ("duplicate", "exact", a["id"])
+    assert dd.seen(a["body"], a["title"] + "(转载)").verdict == "new"  # near, not exact
+    assert dd.seen(a["body"] + "\n本文来自示例网。", a["title"]).verdict == "new"
+    assert dd.seen("  ", None).verdict == "error"
+    dd.conn.execute(
+        "INSERT INTO dedup_whitelist (kind, content_sha1, created_by) "
+        "SELECT 'text', content_sha1, 'test' FROM documents WHERE external_id = %s",
+        [a["id"]],
+    )
+    assert dd.seen(a["body"], a["title"]).verdict == "new"  # whitelisted: never a duplicate
