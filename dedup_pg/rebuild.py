@@ -6,13 +6,17 @@ or after a normalization or tokenizer change (:func:`refingerprint` first
 rewrites the stored fingerprints in place, resumably):
 
 1. candidate pairs come from set-based SQL (``dedup_rebuild_pairs``: equal
-   digests, SimHash band self-joins, shared clauses; ``dedup_rebuild_vector_pairs``:
-   HNSW neighbours of the active model), judged by ``dedup_ingest``'s rules;
+   digests, SimHash band self-joins, shared clauses, shared MinHash bands;
+   ``dedup_rebuild_vector_pairs``: HNSW neighbours of the active model), judged
+   by ``dedup_ingest``'s rules, the fact check included;
 2. the duplicate links form clusters (:func:`assign`): in arrival order, a
    document linked to an earlier document that is still kept becomes its
    duplicate, so each cluster's kept document is its earliest (``seen_at``,
    then ``doc_id``) and no duplicate is recorded against a document it was not
-   compared with (a plain union of the links would chain: A~B, B~C, C "of" A);
+   compared with (a plain union of the links would chain: A~B, B~C, C "of" A).
+   A hash-layer match that failed the fact check stops the search as it does
+   in streaming: the document is kept, for review, unless the semantic layer
+   (which streaming runs next on what the hash layers kept) finds a duplicate;
 3. every duplicate is demoted to a restorable ``auto`` candidate of its kept
    document (``dedup_demote_document``, as the semantic layer does in
    streaming), and review pairs between kept documents are queued like
@@ -40,6 +44,8 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from . import facts as facts_mod
+from . import minhash as mh
 from .fingerprint import fingerprint
 from .normalize import NORMALIZATION_VERSION, NormalizeOptions
 from .simhash import to_signed
@@ -51,6 +57,9 @@ from .templates import TemplateSet
 LAYERS = ("exact", "simhash", "containment", "minhash", "semantic")
 #: Rounds of pairs -> clusters -> demotions before giving up on a fixpoint.
 MAX_ROUNDS = 5
+#: Keys of a link's thresholds that are the rebuild's own, not written with a
+#: candidate: the lead rule's clause count, the fact check's verdicts.
+_INTERNAL = ("lead_n", "facts_disagree", "facts_added")
 
 Progress = Callable[[str], None]
 _BEGINNING = datetime(1, 1, 1, tzinfo=timezone.utc)
@@ -143,6 +152,10 @@ def fingerprint_key(options: NormalizeOptions, templates: TemplateSet | None) ->
         "script_folding": options.script_folding,
         "templates": sorted((templates.versions if templates else {}).items()),
         "tokenizer": tokenizer,
+        # revision 0008's fingerprints: a run finished before them did not
+        # write them, so the key must differ from that run's
+        "minhash": [mh.NUM_PERM, mh.SHINGLE, mh.BAND_ROWS, mh.MIN_SHINGLES],
+        "facts": [sorted(facts_mod.NAME_TAGS), facts_mod.MAX_FACTS],
     }
     return hashlib.sha1(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
@@ -158,8 +171,10 @@ def refingerprint(
     dry_run: bool = False,
 ) -> RefingerprintResult:
     """Recompute every stored document's fingerprints (SHA-1, title SHA-1,
-    SimHash, clauses, norm_version) from its stored title and body under the
-    current rules, and write those that changed, a batch per transaction.
+    SimHash, clauses, norm_version, MinHash signature and bands, facts) from
+    its stored title and body under the current rules, and write those that
+    changed, a batch per transaction. Documents stored before revision 0008
+    get their MinHash signature and facts.
 
     Resumable: each batch commits with the run's progress (``dedup_rebuild_runs``),
     and a run under the same :func:`fingerprint_key` picks up after the last
@@ -214,6 +229,9 @@ def refingerprint(
                     "length": fp.length,
                     "clauses": list(fp.clauses),
                     "norm_version": NORMALIZATION_VERSION,
+                    # as deduper._to_row sends them
+                    "minhash": list(fp.minhash) if fp.minhash is not None else None,
+                    "facts": list(fp.facts),
                 }
             )
         with conn.transaction():
@@ -267,6 +285,17 @@ def _rank(link: Link) -> tuple[Any, ...]:
     return (LAYERS.index(link.layer), -link.score, link.matched_seen_at, link.matched_doc_id)
 
 
+def _facts_disagree(link: Link) -> bool:
+    """A hash-layer duplicate turned into a review by the fact check."""
+    return link.verdict == "review" and bool(link.thresholds.get("facts_disagree"))
+
+
+def _matching(link: Link) -> bool:
+    """A link that would make its document a duplicate, facts aside: streaming
+    takes the first hash layer's match of this kind and checks its facts."""
+    return link.verdict == "duplicate" or _facts_disagree(link)
+
+
 def assign(
     links: Iterable[Link], *, protected: Collection[int] = (), since: datetime = _BEGINNING
 ) -> tuple[list[Cluster], dict[int, Link]]:
@@ -278,12 +307,22 @@ def assign(
     judged against the document it is recorded against (no chains: A~B and
     B~C do not make C a duplicate of A when B itself is a duplicate).
 
+    A match that failed the fact check (a ``review`` link with
+    ``facts_disagree``) counts as a hash-layer match in the layer order: when
+    it is the best, the document is kept (its review) and no later hash layer
+    is consulted, as in streaming, where the fact check comes after the first
+    hash layer that matched; the semantic layer, which streaming runs next on
+    what the hash layers kept, still may make it a duplicate. Other links that
+    are not ``duplicate`` are ignored.
+
     ``protected`` documents (whitelisted, kept by a reviewer) and those seen
     before ``since`` stay kept. Returns the clusters and each duplicate's link.
     """
     by_doc: dict[int, list[Link]] = defaultdict(list)
     order: dict[int, DocKey] = {}
     for link in links:
+        if not _matching(link):
+            continue
         by_doc[link.doc_id].append(link)
         order[link.doc_id] = (link.seen_at, link.doc_id)
         order[link.matched_doc_id] = (link.matched_seen_at, link.matched_doc_id)
@@ -293,6 +332,8 @@ def assign(
         if doc_id in protected or order[doc_id] < (since, 0):
             continue
         kept = [x for x in by_doc[doc_id] if x.matched_doc_id not in joined]
+        if kept and _facts_disagree(best := min(kept, key=_rank)):
+            kept = [x for x in kept if x.layer == "semantic" and x.verdict == "duplicate"]
         if kept:
             best = min(kept, key=_rank)
             joined[doc_id] = best
@@ -308,30 +349,41 @@ def _links(rows: Iterable[tuple[Any, ...]]) -> list[Link]:
     return [Link(*row[:8], thresholds=dict(row[8] or {})) for row in rows]
 
 
+def _needs_lead(link: Link) -> bool:
+    return link.verdict == "lead" or bool(link.thresholds.get("facts_added"))
+
+
 def _resolve_leads(
     conn: psycopg.Connection[Any],
     links: list[Link],
     options: NormalizeOptions,
     templates: TemplateSet | None,
 ) -> list[Link]:
-    """Containment pairs that are duplicates only by the lead rule: the earlier
-    text's clauses must all open the later one (its first ``lead_n + 2`` lead
-    clauses, as dedup_ingest checks). Lead clauses are not stored: recompute
-    them from the later text."""
-    leads = [x for x in links if x.verdict == "lead"]
-    out = [x for x in links if x.verdict != "lead"]
-    if not leads:
+    """Links whose verdict depends on the later text's lead clauses, which are
+    not stored (recomputed here from the later text), as dedup_ingest checks
+    them:
+
+    - containment pairs that are duplicates only by the lead rule (``lead``):
+      the earlier text's clauses must all open the later one (its first
+      ``lead_n + 2`` lead clauses);
+    - matches whose later text adds many facts (``facts_added``): another
+      story (the fact check fails) unless one of its lead clauses is among the
+      earlier text's clauses (a full recrawl of a page stored truncated).
+    """
+    pending = [x for x in links if _needs_lead(x)]
+    out = [x for x in links if not _needs_lead(x)]
+    if not pending:
         return out
     q = queries()
     texts = {
         row[0]: row[1:]
         for row in conn.execute(
-            q["rebuild_lead_texts"], {"doc_ids": sorted({x.doc_id for x in leads})}
+            q["rebuild_lead_texts"], {"doc_ids": sorted({x.doc_id for x in pending})}
         ).fetchall()
     }
-    stored_ids = sorted({x.matched_doc_id for x in leads})
-    lo = min(x.matched_seen_at for x in leads)
-    hi = max(x.matched_seen_at for x in leads)
+    stored_ids = sorted({x.matched_doc_id for x in pending})
+    lo = min(x.matched_seen_at for x in pending)
+    hi = max(x.matched_seen_at for x in pending)
     clauses = {
         doc_id: set(hashes)
         for doc_id, hashes in conn.execute(
@@ -339,7 +391,7 @@ def _resolve_leads(
         ).fetchall()
     }
     lead_of: dict[int, tuple[int, ...]] = {}
-    for x in leads:
+    for x in pending:
         if x.doc_id not in lead_of:
             title, body, source = texts.get(x.doc_id, (None, "", None))
             try:
@@ -347,12 +399,23 @@ def _resolve_leads(
                 lead_of[x.doc_id] = fingerprint(text, title, options).lead
             except ValueError:
                 lead_of[x.doc_id] = ()
+        lead, stored = lead_of[x.doc_id], clauses.get(x.matched_doc_id, set())
+        added = bool(x.thresholds.get("facts_added")) and not stored & set(lead)
+        failed = bool(x.thresholds.get("facts_disagree")) or added
+        plain = {
+            k: v for k, v in x.thresholds.items() if k not in ("facts_added", "facts_disagree")
+        }
+        checked = plain | {"facts_disagree": True} if failed else plain
+        if x.verdict == "duplicate":
+            out.append(_with(x, verdict="review" if failed else "duplicate", thresholds=checked))
+            continue
         n = int(x.thresholds.get("lead_n", 0))
-        head = set(lead_of[x.doc_id][: n + 2])
-        if n >= 2 and len(clauses.get(x.matched_doc_id, set()) & head) == n:
-            out.append(_with(x, verdict="duplicate"))
+        if n >= 2 and len(stored & set(lead[: n + 2])) == n:
+            # a duplicate by the lead rule, unless the fact check said otherwise
+            out.append(_with(x, verdict="review" if failed else "duplicate", thresholds=checked))
         elif x.score >= float(x.thresholds.get("containment_review_threshold", 1.0)):
-            out.append(_with(x, verdict="review"))
+            # a plain containment review: no duplicate, so no fact check
+            out.append(_with(x, verdict="review", thresholds=plain))
     return out
 
 
@@ -360,6 +423,11 @@ def _with(link: Link, **changes: Any) -> Link:
     values = {**link.__dict__, **changes}
     values["thresholds"] = {k: v for k, v in values["thresholds"].items() if k != "lead_n"}
     return Link(**values)
+
+
+def _written(thresholds: Mapping[str, Any]) -> dict[str, Any]:
+    """A link's thresholds as a candidate records them (as streaming does)."""
+    return {k: v for k, v in thresholds.items() if k not in _INTERNAL}
 
 
 def _use_semantic(conn: psycopg.Connection[Any]) -> bool:
@@ -411,8 +479,7 @@ def rebuild(
         if round_no == 1:
             report.pairs = len(links)
         say(f"round {round_no}: {len(links):,} judged pairs ({time.perf_counter() - t0:.1f} s)")
-        duplicates = [x for x in links if x.verdict == "duplicate"]
-        clusters, joined = assign(duplicates, protected=protected, since=since_key)
+        clusters, joined = assign(links, protected=protected, since=since_key)
         if round_no == 1:
             report.clusters = clusters
         demote = [
@@ -424,7 +491,7 @@ def rebuild(
                 "layer": link.layer,
                 "score": link.score,
                 "distance": link.distance,
-                "thresholds": link.thresholds | {"rebuild_run_id": report.run_id},
+                "thresholds": _written(link.thresholds) | {"rebuild_run_id": report.run_id},
             }
             for m, link in joined.items()
         ]
@@ -478,9 +545,15 @@ def _reviews(
     links: list[Link], gone: set[int], cluster_of: Mapping[int, int], reviewed: set[int]
 ) -> list[dict[str, Any]]:
     """One review per kept document (the later of the pair), as streaming queues
-    at most one: SimHash first (closest), then containment, then semantic
-    (highest score); never within a cluster, with a demoted document, or for a
-    document that has a candidate of its own already (``reviewed``)."""
+    at most one: a match that failed the fact check first (streaming puts it
+    in place of any review found before it), then SimHash (closest),
+    containment, MinHash, semantic (highest score); never within a cluster,
+    with a demoted document, or for a document that has a candidate of its own
+    already (``reviewed``)."""
+
+    def rank(x: Link) -> tuple[Any, ...]:
+        return (not _facts_disagree(x), *_rank(x))
+
     best: dict[int, Link] = {}
     skip = gone | reviewed
     for x in links:
@@ -489,7 +562,7 @@ def _reviews(
         if x.doc_id in cluster_of and cluster_of.get(x.doc_id) == cluster_of.get(x.matched_doc_id):
             continue
         cur = best.get(x.doc_id)
-        if cur is None or _rank(x) < _rank(cur):
+        if cur is None or rank(x) < rank(cur):
             best[x.doc_id] = x
     return [
         {
@@ -500,7 +573,7 @@ def _reviews(
             "layer": x.layer,
             "score": x.score,
             "distance": x.distance,
-            "thresholds": {k: v for k, v in x.thresholds.items() if k != "lead_n"},
+            "thresholds": _written(x.thresholds),
         }
         for x in sorted(best.values(), key=lambda x: (x.seen_at, x.doc_id))
     ]

@@ -9,10 +9,12 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 import pytest
 from click.testing import CliRunner
+from test_minhash import HASHES_OFF, synonyms
 
 from dedup_pg import Deduper
 from dedup_pg import rebuild as rb
 from dedup_pg.cli import main
+from dedup_pg.deduper import prepare_batch
 from dedup_pg.fingerprint import fingerprint
 from dedup_pg.simhash import to_signed
 
@@ -216,3 +218,157 @@ def test_refingerprint_is_resumable_and_turns_new_collisions_into_exact_duplicat
     cands = candidates(dd.conn)
     for m, d in zip(marked, docs, strict=False):
         assert cands[m["id"]] == ("exact", "auto", d["id"])
+
+
+def test_refingerprint_fills_minhash_and_facts_and_a_rebuild_finds_a_minhash_duplicate(dd, sina):
+    originals = [a for a in sina[400:460] if len(a["body"]) > 600][:10]
+    docs = [
+        {"id": a["id"], "title": a["title"], "body": a["body"],
+         "seen_at": (T0 + timedelta(minutes=i)).isoformat()}
+        for i, a in enumerate(originals)
+    ]  # fmt: skip
+    list(dd.ingest_many(docs))
+    a = originals[3]
+    rewrite = {
+        "id": "syn",
+        "title": synonyms(a["title"]),
+        "body": synonyms(a["body"]),
+        "seen_at": (T0 + timedelta(days=1)).isoformat(),
+    }
+    # only the MinHash layer could see it, and it is off: kept
+    assert dd.ingest_batch([rewrite], HASHES_OFF | {"minhash_threshold": None})[0].verdict == "new"
+
+    # documents stored before revision 0008: no signature, facts or bands
+    dd.conn.execute("UPDATE documents SET minhash = NULL, facts = NULL")
+    dd.conn.execute("DELETE FROM document_minhash_bands")
+    assert rb.rebuild(dd.conn, options=dd.options, dry_run=True, overrides=HASHES_OFF).pairs == 0
+
+    result = rb.refingerprint(dd.conn, options=dd.options)
+    assert result.done == result.changed == len(docs) + 1
+    rows = dd.conn.execute(
+        "SELECT d.doc_id, d.title, d.body, d.minhash, d.facts,"
+        " (SELECT array_agg(b.band_key ORDER BY b.band_key) FROM document_minhash_bands b"
+        "   WHERE b.doc_id = d.doc_id AND b.seen_at = d.seen_at),"
+        " ARRAY(SELECT DISTINCT k FROM unnest(dedup_minhash_bands(d.minhash)) k ORDER BY 1)"
+        " FROM documents d"
+    ).fetchall()
+    assert len(rows) == len(docs) + 1
+    for _, title, body, sig, facts, bands, expected_bands in rows:
+        fp = fingerprint(body, title, dd.options)
+        assert fp.minhash is not None and sig == list(fp.minhash)
+        assert facts == list(fp.facts) and facts
+        assert bands == expected_bands and len(bands) >= 30  # 32 bands, barring a collision
+    # written as ingest writes them: nothing changes now, even when forced
+    assert rb.refingerprint(dd.conn, options=dd.options, force=True).changed == 0
+
+    report = rb.rebuild(dd.conn, options=dd.options, overrides=HASHES_OFF)
+    assert report.duplicates == {"minhash": 1} and report.reviews == {}
+    assert candidates(dd.conn)["syn"] == ("minhash", "auto", a["id"])
+    score, thresholds = dd.conn.execute(
+        "SELECT score, thresholds FROM duplicate_candidates WHERE external_id = 'syn'"
+    ).fetchone()
+    assert 0.5 <= score < 1.0
+    assert thresholds["minhash_threshold"] == 0.5 and thresholds["facts_disagreement_share"] == 0.15
+    assert "facts_disagree" not in thresholds and "lead_n" not in thresholds
+
+
+def test_rebuild_sends_a_template_pair_to_review_as_streaming_does(dd, template_dsn, sina_all):
+    """The conservatory's two brochures (tests/test_minhash.py): near
+    duplicates whose facts differ on both sides."""
+    by_id = {a["id"]: a for a in sina_all}
+    docs = [
+        {"id": a["id"], "title": a["title"], "body": a["body"],
+         "seen_at": (T0 + timedelta(minutes=i)).isoformat()}
+        for i, a in enumerate([by_id["sina18-ab758ed17a64"], by_id["sina18-78113133d36c"]])
+    ]  # fmt: skip
+    with fresh_database(template_dsn) as other, Deduper(other) as streaming:
+        verdicts = list(streaming.ingest_many(docs))
+        assert verdicts[1].verdict == "review"
+        streamed = candidates(streaming.conn)
+
+    rb.load_rows(dd.conn, prepare_batch(docs, options=dd.options, max_chars=dd.max_chars).rows)
+    unchecked = rb.rebuild(
+        dd.conn, options=dd.options, dry_run=True, overrides={"facts_disagreement_share": None}
+    )
+    assert sum(unchecked.duplicates.values()) == 1  # what the fact check prevents
+    report = rb.rebuild(dd.conn, options=dd.options)
+    assert report.duplicates == {} and sum(report.reviews.values()) == 1
+    assert (
+        candidates(dd.conn)
+        == streamed
+        == {docs[1]["id"]: (verdicts[1].layer, "pending", docs[0]["id"])}
+    )
+
+
+def _link(
+    doc_id: int, matched: int, verdict: str, layer: str, score: float, **t: object
+) -> rb.Link:
+    day = T0 + timedelta(minutes=doc_id)
+    return rb.Link(doc_id, day, matched, T0 + timedelta(minutes=matched), verdict, layer, score,
+                   None, dict(t))  # fmt: skip
+
+
+def test_a_failed_fact_check_stops_the_hash_layers_as_in_streaming():
+    """Streaming checks the facts of the first hash layer's match and looks no
+    further: a later layer's duplicate does not count, the semantic layer's does."""
+    conflict = _link(3, 1, "review", "containment", 0.95, facts_disagree=True)
+    minhash_dup = _link(3, 2, "duplicate", "minhash", 0.9)
+    plain_review = _link(3, 2, "review", "simhash", 0.97)
+    clusters, joined = rb.assign([conflict, minhash_dup, plain_review])
+    assert clusters == [] and joined == {}
+    # its review is the match that failed, ahead of any other review
+    reviews = rb._reviews([conflict, minhash_dup, plain_review], set(), {}, set())
+    assert [(r["matched_doc_id"], r["layer"]) for r in reviews] == [(1, "containment")]
+    assert "facts_disagree" not in reviews[0]["thresholds"]
+    # a duplicate of an earlier hash layer wins over it
+    simhash_dup = _link(3, 2, "duplicate", "simhash", 0.9)
+    _, joined = rb.assign([conflict, minhash_dup, simhash_dup])
+    assert joined[3] == simhash_dup
+    # the semantic layer runs on what the hash layers kept
+    semantic_dup = _link(3, 2, "duplicate", "semantic", 0.97)
+    _, joined = rb.assign([conflict, minhash_dup, semantic_dup])
+    assert joined[3] == semantic_dup
+    # a failed fact check against a document that is itself a duplicate does not count
+    _, joined = rb.assign([_link(1, 0, "duplicate", "exact", 1.0), conflict, minhash_dup])
+    assert joined[3] == minhash_dup
+
+
+def test_rebuild_applies_the_added_facts_rule_and_its_recrawl_exception(dd, template_dsn, sina):
+    """A text that opens with its own paragraphs and then quotes a stored
+    article whole adds many facts: another story (review). One that opens with
+    the stored article and goes on (a full recrawl of a page stored truncated)
+    is a duplicate. Streaming and a rebuild of the same texts agree."""
+    arts = [a for a in sina[600:1000] if 600 < len(a["body"]) < 1500]
+    fps = {a["id"]: fingerprint(a["body"], a["title"], dd.options) for a in arts}
+    pairs = []
+    for old, new in zip(arts, arts[1:], strict=False):
+        f_old, f_new = set(fps[old["id"]].facts), set(fps[new["id"]].facts)
+        n_old, n_new = len(fps[old["id"]].clauses), len(fps[new["id"]].clauses)
+        if len(f_new - f_old) >= max(15, 0.4 * len(f_old | f_new)) and 12 <= n_new <= 1.5 * n_old:
+            pairs.append((old, new))
+    (a, b), (c, d) = pairs[0], pairs[2]  # disjoint pairs
+    at = [(T0 + timedelta(minutes=i)).isoformat() for i in range(4)]
+    docs = [
+        {"id": "quoted", "title": a["title"], "body": a["body"], "seen_at": at[0]},
+        {"id": "truncated", "title": c["title"], "body": c["body"], "seen_at": at[1]},
+        {"id": "commentary", "title": b["title"], "body": f"{b['body']}\n{a['body']}",
+         "seen_at": at[2]},
+        {"id": "recrawl", "title": c["title"], "body": f"{c['body']}\n{d['body']}",
+         "seen_at": at[3]},
+    ]  # fmt: skip
+    with fresh_database(template_dsn) as other, Deduper(other) as streaming:
+        verdicts = {v.id: v for v in streaming.ingest_many(docs)}
+        streamed = candidates(streaming.conn)
+    assert (verdicts["commentary"].verdict, verdicts["commentary"].matched_id) == (
+        "review",
+        "quoted",
+    )
+    assert (verdicts["recrawl"].verdict, verdicts["recrawl"].matched_id) == (
+        "duplicate",
+        "truncated",
+    )
+
+    rb.load_rows(dd.conn, prepare_batch(docs, options=dd.options, max_chars=dd.max_chars).rows)
+    rb.rebuild(dd.conn, options=dd.options)
+    assert candidates(dd.conn) == streamed
+    assert {k: v[1] for k, v in streamed.items()} == {"commentary": "pending", "recrawl": "auto"}
