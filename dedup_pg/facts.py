@@ -40,8 +40,9 @@ def facts(text: str) -> list[str]:
     """Distinct facts of a normalized text, in order of first appearance."""
     found: dict[str, None] = {}
     for m in _NUMBER.finditer(text):
-        if len(m.group()) >= 2:
-            found.setdefault(m.group())
+        number = m.group() if "." in m.group() else m.group().lstrip("0") or "0"
+        if len(number) >= 2:
+            found.setdefault(number)
     for word, tag in rjieba.tag(text):
         if tag in NAME_TAGS and len(word) >= 2 and not word.isascii():
             found.setdefault(word)

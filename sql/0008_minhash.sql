@@ -144,7 +144,7 @@ $$;
 -- when the incoming text adds many facts (at least 10, and p_added_share of
 -- its own): a new text that quotes or appends an old one. A copy that adds a
 -- banner or an ad, or drops paragraphs, differs on one side by a few facts.
--- Null share or facts: no.
+-- Null share or facts: no. (dedup_pg.facts.disagree)
 CREATE FUNCTION dedup_facts_disagree(p_a text[], p_b text[], p_share double precision,
                                      p_added_share double precision DEFAULT 0.3)
 RETURNS boolean
@@ -718,16 +718,18 @@ BEGIN
         -- names the other lacks is two stories on one template (two match
         -- reports, two brochures of one school): review, not duplicate. So is
         -- one where the incoming text adds many facts (a commentary appending
-        -- a speech), unless its opening clauses (the lead, after any banner)
-        -- are the matched text's: a full recrawl of a page stored truncated.
+        -- a speech), unless at least half its opening clauses (the lead, with
+        -- any banner) are the matched text's: a full recrawl of a page stored
+        -- truncated.
         IF verdict IS NULL AND m_doc_id IS NOT NULL AND v_facts_share IS NOT NULL THEN
             SELECT d.facts INTO v_matched_facts
               FROM documents d WHERE d.doc_id = m_doc_id AND d.seen_at = m_seen_at;
             IF dedup_facts_disagree(
                    it.facts, v_matched_facts, v_facts_share,
-                   CASE WHEN EXISTS (SELECT 1 FROM document_clauses dc
-                                      WHERE dc.clause_hash = ANY (v_lead)
-                                        AND dc.doc_id = m_doc_id AND dc.seen_at = m_seen_at)
+                   CASE WHEN 2 * (SELECT count(*) FROM document_clauses dc
+                                   WHERE dc.clause_hash = ANY (v_lead)
+                                     AND dc.doc_id = m_doc_id AND dc.seen_at = m_seen_at)
+                             >= cardinality(v_lead)
                         THEN NULL ELSE v_facts_added END) THEN
                 r_doc_id := m_doc_id; r_seen_at := m_seen_at; r_ext := m_ext;
                 r_layer := m_layer; r_score := m_score; r_dist := m_dist;
