@@ -27,6 +27,49 @@ INSERT INTO dedup_settings (name, value, description) VALUES
  ('facts_added_share', '0.3',
   'a near-duplicate match also goes to review when the incoming text adds at least 10 facts the matched one lacks and at least this share of its own: a new text quoting or appending an old one; null = not checked');
 
+-- The SimHash review band (4-6 bits for long texts) asked for a radius-1 band
+-- probe: 17 values a band, whose rows grow with the table (131 -> 821 rows a
+-- check from 100k to 600k documents, bench/results/growth.md). With the
+-- MinHash layer's own review band in place it found nothing more on the
+-- labelled Sina data (bench/semantic_quality.py: same recall, same false
+-- duplicates, 1.4 vs 1.5% reviews). The review distance becomes a margin over
+-- each length's duplicate distance (simhash_review_margin, 3 as before) capped
+-- by simhash_review_distance, whose default drops from 6 to 3: one exact probe
+-- a band, and short texts keep their 1-3 bit review band. A database whose
+-- values were changed keeps its band: the margin is what it had.
+INSERT INTO dedup_settings (name, value, description)
+SELECT 'simhash_review_margin',
+       to_jsonb(greatest(0, (SELECT value::integer FROM dedup_settings WHERE name = 'simhash_review_distance')
+                          - (SELECT value::integer FROM dedup_settings WHERE name = 'simhash_distance'))),
+       'SimHash review band above a text''s duplicate distance (bits), capped by simhash_review_distance';
+SELECT set_config('dedup_pg.reason', 'migration 0008: the MinHash layer replaces the SimHash radius-1 review probe', true);
+UPDATE dedup_settings
+   SET value = '3',
+       description = 'largest SimHash distance queued for review (at most 7); above 3 the probe also reads each band''s one-bit neighbours, whose rows grow with the table'
+ WHERE name = 'simhash_review_distance' AND value = '6';
+SELECT set_config('dedup_pg.reason', '', true);
+
+-- SimHash duplicate and review distances for a text length: the duplicate
+-- distance by length (simhash_distance_by_length, capped by simhash_distance),
+-- the review distance that plus simhash_review_margin, capped by
+-- simhash_review_distance (and 7, the most the band layout can find).
+CREATE OR REPLACE FUNCTION dedup_simhash_distances(p_length integer, p_settings jsonb,
+                                                   OUT duplicate_distance integer, OUT review_distance integer)
+LANGUAGE sql IMMUTABLE AS $$
+    WITH rule AS (
+        SELECT least(coalesce((SELECT (r ->> 1)::integer
+                                 FROM jsonb_array_elements(p_settings -> 'simhash_distance_by_length') r
+                                WHERE (r ->> 0)::integer <= p_length
+                                ORDER BY (r ->> 0)::integer DESC LIMIT 1),
+                              0),
+                     (p_settings ->> 'simhash_distance')::integer) AS dup
+    )
+    SELECT dup,
+           greatest(dup, least(7, (p_settings ->> 'simhash_review_distance')::integer,
+                               dup + coalesce((p_settings ->> 'simhash_review_margin')::integer, 3)))
+      FROM rule
+$$;
+
 ALTER TYPE dedup_item ADD ATTRIBUTE minhash integer[], ADD ATTRIBUTE facts text[];
 
 ALTER TABLE documents ADD COLUMN minhash integer[], ADD COLUMN facts text[];

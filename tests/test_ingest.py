@@ -260,7 +260,13 @@ def test_simhash_distance_depends_on_length(dd):
         ).fetchone()
         for n in (40, 200, 400, 2000)
     }
-    assert got == {40: (0, 3), 200: (1, 4), 400: (2, 5), 2000: (3, 6)}
+    # the review band: 3 bits over the duplicate distance, capped at 3 (one exact
+    # probe a band; revision 0008)
+    assert got == {40: (0, 3), 200: (1, 3), 400: (2, 3), 2000: (3, 3)}
+    wide = settings | {"simhash_review_distance": 6}
+    assert dd.conn.execute(
+        "SELECT review_distance FROM dedup_simhash_distances(2000, %s)", [Jsonb(wide)]
+    ).fetchone() == (6,)
 
 
 def test_provenance_how_many_sites_and_who_first(dd, sina):

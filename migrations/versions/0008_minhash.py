@@ -47,8 +47,12 @@ def downgrade() -> None:
         ALTER TABLE documents DROP COLUMN minhash, DROP COLUMN facts;
         ALTER TABLE duplicate_candidates DROP COLUMN minhash, DROP COLUMN facts;
         ALTER TYPE dedup_item DROP ATTRIBUTE minhash, DROP ATTRIBUTE facts;
+        UPDATE dedup_settings
+           SET value = '6',
+               description = 'SimHash distance at or below which a text is queued for review (at most 7)'
+         WHERE name = 'simhash_review_distance' AND value = '3';
         DELETE FROM dedup_settings
-         WHERE name IN ('minhash_threshold', 'minhash_review_threshold', 'facts_disagreement_share',
+         WHERE name IN ('simhash_review_margin', 'minhash_threshold', 'minhash_review_threshold', 'facts_disagreement_share',
                         'facts_added_share');
         """
     )
@@ -61,6 +65,7 @@ def downgrade() -> None:
         ("0004_semantic.sql", "dedup_demote_document"),
         ("0004_semantic.sql", "dedup_ensure_partitions"),
         ("0004_semantic.sql", "dedup_ingest"),
+        ("0001_functions.sql", "dedup_simhash_distances"),
     ):
         op.execute(sql_function(filename, name))
     view = re.search(
