@@ -367,8 +367,9 @@ def _resolve_leads(
       the earlier text's clauses must all open the later one (its first
       ``lead_n + 2`` lead clauses);
     - matches whose later text adds many facts (``facts_added``): another
-      story (the fact check fails) unless one of its lead clauses is among the
-      earlier text's clauses (a full recrawl of a page stored truncated).
+      story (the fact check fails) unless at least half its lead clauses are
+      among the earlier text's clauses (a full recrawl of a page stored
+      truncated, :func:`_opens_with`).
     """
     pending = [x for x in links if _needs_lead(x)]
     out = [x for x in links if not _needs_lead(x)]
@@ -400,7 +401,7 @@ def _resolve_leads(
             except ValueError:
                 lead_of[x.doc_id] = ()
         lead, stored = lead_of[x.doc_id], clauses.get(x.matched_doc_id, set())
-        added = bool(x.thresholds.get("facts_added")) and not stored & set(lead)
+        added = bool(x.thresholds.get("facts_added")) and not _opens_with(lead, stored)
         failed = bool(x.thresholds.get("facts_disagree")) or added
         plain = {
             k: v for k, v in x.thresholds.items() if k not in ("facts_added", "facts_disagree")
@@ -417,6 +418,13 @@ def _resolve_leads(
             # a plain containment review: no duplicate, so no fact check
             out.append(_with(x, verdict="review", thresholds=plain))
     return out
+
+
+def _opens_with(lead: tuple[int, ...], stored: set[int]) -> bool:
+    """Does a text with these lead clauses open with a stored text (at least
+    half its lead clauses among the stored ones)? The exemption from the fact
+    check's added-facts rule, as dedup_ingest computes it."""
+    return 2 * len(stored & set(lead)) >= len(lead)
 
 
 def _with(link: Link, **changes: Any) -> Link:

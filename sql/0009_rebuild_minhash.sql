@@ -115,8 +115,8 @@ COMMENT ON FUNCTION dedup_refingerprint(jsonb) IS
 -- disagree so, carries "facts_disagree": true in its thresholds. A
 -- 'duplicate' or 'lead' row whose later text adds many facts (the
 -- facts_added_share rule) carries "facts_added": true: it is another story
--- unless the later text's lead clauses, which are not stored, include one of
--- the earlier text's clauses; the caller checks. Streaming checks the facts of
+-- unless at least half the later text's lead clauses, which are not stored,
+-- are the earlier text's; the caller checks. Streaming checks the facts of
 -- the first layer's match only and then stops looking: the caller gives a row
 -- that failed the check the precedence of the duplicate it would have been.
 --

@@ -15,6 +15,7 @@ from dedup_pg import Deduper
 from dedup_pg import rebuild as rb
 from dedup_pg.cli import main
 from dedup_pg.deduper import prepare_batch
+from dedup_pg.facts import disagree
 from dedup_pg.fingerprint import fingerprint
 from dedup_pg.simhash import to_signed
 
@@ -335,9 +336,10 @@ def test_a_failed_fact_check_stops_the_hash_layers_as_in_streaming():
 
 def test_rebuild_applies_the_added_facts_rule_and_its_recrawl_exception(dd, template_dsn, sina):
     """A text that opens with its own paragraphs and then quotes a stored
-    article whole adds many facts: another story (review). One that opens with
-    the stored article and goes on (a full recrawl of a page stored truncated)
-    is a duplicate. Streaming and a rebuild of the same texts agree."""
+    article whole adds many facts: another story (review), also when a few of
+    its opening clauses are the article's already. One that opens with the
+    stored article and goes on (a full recrawl of a page stored truncated) is a
+    duplicate. Streaming and a rebuild of the same texts agree."""
     arts = [a for a in sina[600:1000] if 600 < len(a["body"]) < 1500]
     fps = {a["id"]: fingerprint(a["body"], a["title"], dd.options) for a in arts}
     pairs = []
@@ -347,28 +349,43 @@ def test_rebuild_applies_the_added_facts_rule_and_its_recrawl_exception(dd, temp
         if len(f_new - f_old) >= max(15, 0.4 * len(f_old | f_new)) and 12 <= n_new <= 1.5 * n_old:
             pairs.append((old, new))
     (a, b), (c, d) = pairs[0], pairs[2]  # disjoint pairs
-    at = [(T0 + timedelta(minutes=i)).isoformat() for i in range(4)]
+    # a stored text quoted after a short opening: 1 to 4 of the 10 lead clauses its own
+    used = {x["id"] for x in (a, b, c, d)}
+    early = None
+    for e, f in zip(arts, arts[1:], strict=False):
+        if early or used & {e["id"], f["id"]}:
+            continue
+        for pos in [i for i, ch in enumerate(f["body"]) if ch == "。"][:6]:
+            body = f"{f['body'][: pos + 1]}\n{e['body']}"
+            fp = fingerprint(body, f["title"], dd.options)
+            shared = len(set(fp.lead) & set(fps[e["id"]].clauses))
+            if 0 < 2 * shared < len(fp.lead) and disagree(fp.facts, fps[e["id"]].facts, 0.15):
+                early = (e, {"title": f["title"], "body": body})
+                break
+    assert early is not None
+    at = [(T0 + timedelta(minutes=i)).isoformat() for i in range(6)]
     docs = [
         {"id": "quoted", "title": a["title"], "body": a["body"], "seen_at": at[0]},
         {"id": "truncated", "title": c["title"], "body": c["body"], "seen_at": at[1]},
+        {"id": "speech", "title": early[0]["title"], "body": early[0]["body"], "seen_at": at[2]},
         {"id": "commentary", "title": b["title"], "body": f"{b['body']}\n{a['body']}",
-         "seen_at": at[2]},
-        {"id": "recrawl", "title": c["title"], "body": f"{c['body']}\n{d['body']}",
          "seen_at": at[3]},
+        {"id": "recrawl", "title": c["title"], "body": f"{c['body']}\n{d['body']}",
+         "seen_at": at[4]},
+        {"id": "quoting", **early[1], "seen_at": at[5]},
     ]  # fmt: skip
     with fresh_database(template_dsn) as other, Deduper(other) as streaming:
-        verdicts = {v.id: v for v in streaming.ingest_many(docs)}
+        verdicts = {v.id: (v.verdict, v.matched_id) for v in streaming.ingest_many(docs)}
         streamed = candidates(streaming.conn)
-    assert (verdicts["commentary"].verdict, verdicts["commentary"].matched_id) == (
-        "review",
-        "quoted",
-    )
-    assert (verdicts["recrawl"].verdict, verdicts["recrawl"].matched_id) == (
-        "duplicate",
-        "truncated",
-    )
+    assert verdicts["commentary"] == ("review", "quoted")
+    assert verdicts["recrawl"] == ("duplicate", "truncated")
+    assert verdicts["quoting"] == ("review", "speech")
 
     rb.load_rows(dd.conn, prepare_batch(docs, options=dd.options, max_chars=dd.max_chars).rows)
     rb.rebuild(dd.conn, options=dd.options)
     assert candidates(dd.conn) == streamed
-    assert {k: v[1] for k, v in streamed.items()} == {"commentary": "pending", "recrawl": "auto"}
+    assert {k: v[1] for k, v in streamed.items()} == {
+        "commentary": "pending",
+        "recrawl": "auto",
+        "quoting": "pending",
+    }
