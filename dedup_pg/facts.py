@@ -31,6 +31,9 @@ import rjieba
 #: jieba part-of-speech tags of proper nouns: person (nr, nrfg, nrt), place
 #: (ns), organisation (nt), other proper nouns (nz).
 NAME_TAGS = frozenset({"nr", "nrfg", "nrt", "ns", "nt", "nz"})
+#: Bump when what counts as a fact changes: stored facts are then stale
+#: (``dedup-pg rebuild --refingerprint`` rewrites them).
+FACTS_VERSION = 2
 #: A huge document keeps its first MAX_FACTS facts (in text order).
 MAX_FACTS = 400
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -49,7 +52,7 @@ def facts(text: str) -> list[str]:
     return list(found)[:MAX_FACTS]
 
 
-def disagree(a: list[str], b: list[str], share: float, added_share: float | None = 0.3) -> bool:
+def disagree(a: list[str], b: list[str], share: float, added_share: float | None) -> bool:
     """Are ``a`` (the incoming text's facts) and ``b`` different stories? Each
     holds facts the other lacks (at least ``share`` of its own and at least
     one), or ``a`` adds at least 10 facts and ``added_share`` of its own (a new

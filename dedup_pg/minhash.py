@@ -21,6 +21,9 @@ import re
 
 import numpy as np
 
+#: Bump when signatures change (shingles, hashing, permutations): stored ones are
+#: then stale (``dedup-pg rebuild --refingerprint`` rewrites them).
+MINHASH_VERSION = 1
 NUM_PERM = 128
 SHINGLE = 5
 BAND_ROWS = 4

@@ -154,8 +154,8 @@ def fingerprint_key(options: NormalizeOptions, templates: TemplateSet | None) ->
         "tokenizer": tokenizer,
         # revision 0008's fingerprints: a run finished before them did not
         # write them, so the key must differ from that run's
-        "minhash": [mh.NUM_PERM, mh.SHINGLE, mh.BAND_ROWS, mh.MIN_SHINGLES],
-        "facts": [sorted(facts_mod.NAME_TAGS), facts_mod.MAX_FACTS],
+        "minhash": [mh.MINHASH_VERSION, mh.NUM_PERM, mh.SHINGLE, mh.BAND_ROWS, mh.MIN_SHINGLES],
+        "facts": [facts_mod.FACTS_VERSION, sorted(facts_mod.NAME_TAGS), facts_mod.MAX_FACTS],
     }
     return hashlib.sha1(json.dumps(data, sort_keys=True).encode()).hexdigest()
 

@@ -187,9 +187,10 @@ $$;
 -- when the incoming text adds many facts (at least 10, and p_added_share of
 -- its own): a new text that quotes or appends an old one. A copy that adds a
 -- banner or an ad, or drops paragraphs, differs on one side by a few facts.
--- Null share or facts: no. (dedup_pg.facts.disagree)
+-- Null share or facts: no; null p_added_share: the second rule is off.
+-- (dedup_pg.facts.disagree)
 CREATE FUNCTION dedup_facts_disagree(p_a text[], p_b text[], p_share double precision,
-                                     p_added_share double precision DEFAULT 0.3)
+                                     p_added_share double precision)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     WITH d AS (

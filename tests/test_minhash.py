@@ -67,11 +67,11 @@ def test_facts_differ_on_both_sides_only_for_another_story():
     a = facts("娜奥米·沃茨加盟《权力的游戏》前传试播集,2018年10月31日消息。")
     b = facts("乔什·怀特豪斯加盟《权力的游戏》前传剧集,2018年11月1日消息。")
     assert "2018" in a and "沃茨" in a and "怀特" in b
-    assert disagree(a, b, 0.15)
-    assert not disagree(a, a + ["广告", "400"], 0.15)  # one side adds: a copy with an ad
-    assert not disagree(a, a[:2], 0.15)  # one side drops: a truncated copy
+    assert disagree(a, b, 0.15, 0.3)
+    assert not disagree(a, a + ["广告", "400"], 0.15, 0.3)  # one side adds: a copy with an ad
+    assert not disagree(a, a[:2], 0.15, 0.3)  # one side drops: a truncated copy
     commentary = a + [f"事实{i}" for i in range(12)]  # a new text appending an old one
-    assert disagree(commentary, a, 0.15) and not disagree(a, commentary, 0.15)
+    assert disagree(commentary, a, 0.15, 0.3) and not disagree(a, commentary, 0.15, 0.3)
 
 
 def test_sql_fact_check_is_the_python_one(dd, sina):

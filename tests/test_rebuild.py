@@ -359,7 +359,7 @@ def test_rebuild_applies_the_added_facts_rule_and_its_recrawl_exception(dd, temp
             body = f"{f['body'][: pos + 1]}\n{e['body']}"
             fp = fingerprint(body, f["title"], dd.options)
             shared = len(set(fp.lead) & set(fps[e["id"]].clauses))
-            if 0 < 2 * shared < len(fp.lead) and disagree(fp.facts, fps[e["id"]].facts, 0.15):
+            if 0 < 2 * shared < len(fp.lead) and disagree(fp.facts, fps[e["id"]].facts, 0.15, 0.3):
                 early = (e, {"title": f["title"], "body": body})
                 break
     assert early is not None
