@@ -6,6 +6,7 @@ module is importable as ``common``.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import subprocess
@@ -28,6 +29,25 @@ def read_jsonl(path: Path, limit: int | None = None) -> list[dict]:
             if line.strip():
                 rows.append(json.loads(line))
     return rows
+
+
+def distinct_pool(articles: list[dict]) -> list[dict]:
+    """Articles with no known near duplicate, sorted by id: in no pair of the
+    8-gram candidates file, body of 200+ characters, body shared with no other
+    article. The distinct pool of the quality and semantic benchmarks."""
+    candidates = read_jsonl(DATA / "pairs" / "sina2018_ngram_candidates_unlabelled.jsonl")
+    in_candidates = {i for p in candidates for i in (p["a_id"], p["b_id"])}
+    body_count = collections.Counter(a["body"].strip() for a in articles)
+    return sorted(
+        (
+            a
+            for a in articles
+            if a["id"] not in in_candidates
+            and len(a["body"].strip()) >= 200
+            and body_count[a["body"].strip()] == 1
+        ),
+        key=lambda a: a["id"],
+    )
 
 
 def log(msg: str) -> None:

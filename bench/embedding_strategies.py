@@ -57,7 +57,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from common import DATA, ROOT, Report, engine_revision, log, read_jsonl  # noqa: E402
+from common import DATA, ROOT, Report, distinct_pool, engine_revision, log, read_jsonl  # noqa: E402
 
 from dedup_pg.embeddings import Embedder, Usem3Embedder, embed_documents, split_sentences
 from dedup_pg.normalize import NormalizationError, normalize
@@ -193,7 +193,6 @@ def main(argv: list[str] | None = None) -> int:
     by_id = {a["id"]: a for a in articles}
     candidates = read_jsonl(DATA / "pairs" / "sina2018_ngram_candidates_unlabelled.jsonl")
     candidate_pairs = {frozenset((p["a_id"], p["b_id"])) for p in candidates}
-    in_candidates = {i for p in candidates for i in (p["a_id"], p["b_id"])}
     recrawl = read_jsonl(DATA / "pairs" / "sina2018_recrawl.jsonl")
 
     docs: list[Doc] = []  # every unique document, normalized, embedded once per strategy
@@ -225,17 +224,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # articles for rewrites and negatives: not in any candidate pair, body >= 200 chars,
     # body not shared with another article
-    body_count = collections.Counter(a["body"].strip() for a in articles)
-    pool = sorted(
-        (
-            a
-            for a in articles
-            if a["id"] not in in_candidates
-            and len(a["body"].strip()) >= 200
-            and body_count[a["body"].strip()] == 1
-        ),
-        key=lambda a: a["id"],
-    )
+    pool = distinct_pool(articles)
     neg_pool = rng.sample(pool, args.neg_pool)
     originals = neg_pool[: args.rewrites]  # originals also serve as negatives
     by_cat: dict[str, list[dict]] = collections.defaultdict(list)

@@ -67,7 +67,16 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import psycopg
-from common import DATA, ROOT, Report, cpu_model, engine_revision, log, read_jsonl
+from common import (
+    DATA,
+    ROOT,
+    Report,
+    cpu_model,
+    distinct_pool,
+    engine_revision,
+    log,
+    read_jsonl,
+)
 from embedding_strategies import deleted_fifth, joiner, new_lead, para_shuffle, paragraphs
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from quality import make_ad_paragraph
@@ -189,23 +198,30 @@ class Item:
     truth: set[str] = field(default_factory=set)  # ids a correct match may name
 
 
+Maker = Callable[[dict, random.Random], tuple[str | None, str]]
+
+
+def rewrite_makers(by_cat: dict[str, list[dict]]) -> dict[str, Maker]:
+    """Per rewrite type, (article, rng) -> (title, body); new_lead takes its donor
+    lead from another article of the same category in ``by_cat``."""
+    return {
+        "lead_rewrite": lambda a, r: (a["title"], lead_rewrite(a, r)),
+        "new_lead": lambda a, r: (
+            a["title"],
+            new_lead(a, r.choice([d for d in by_cat[a["category"]] if d is not a]), r),
+        ),
+        "synonyms": lambda a, r: (synonyms(a["title"]), synonyms(a["body"])),
+        "deleted_fifth": lambda a, r: (a["title"], deleted_fifth(a, r)),
+        "para_shuffle": lambda a, r: (a["title"], para_shuffle(a, r)),
+        "ad_paragraph": make_ad_paragraph,
+    }
+
+
 def build(args: argparse.Namespace) -> tuple[list[Item], list[Item], list[tuple[str, str]], dict]:
     """(phase 1 items, phase 2 items, hard-negative pairs, facts)."""
     articles = read_jsonl(DATA / "news" / "sina2018.jsonl")
     by_id = {a["id"]: a for a in articles}
-    candidates = read_jsonl(DATA / "pairs" / "sina2018_ngram_candidates_unlabelled.jsonl")
-    in_candidates = {i for p in candidates for i in (p["a_id"], p["b_id"])}
-    body_count = collections.Counter(a["body"].strip() for a in articles)
-    pool_all = sorted(
-        (
-            a
-            for a in articles
-            if a["id"] not in in_candidates
-            and len(a["body"].strip()) >= 200
-            and body_count[a["body"].strip()] == 1
-        ),
-        key=lambda a: a["id"],
-    )
+    pool_all = distinct_pool(articles)
     rng = random.Random(args.seed)
     pool = rng.sample(pool_all, args.pool)
     by_cat: dict[str, list[dict]] = collections.defaultdict(list)
@@ -252,17 +268,7 @@ def build(args: argparse.Namespace) -> tuple[list[Item], list[Item], list[tuple[
                 phase.append(item(by_id[x], "hardneg", set(group_of.get(x, ())) - {x}))
                 seen.add(x)
 
-    makers: dict[str, Callable[[dict, random.Random], tuple[str | None, str]]] = {
-        "lead_rewrite": lambda a, r: (a["title"], lead_rewrite(a, r)),
-        "new_lead": lambda a, r: (
-            a["title"],
-            new_lead(a, r.choice([d for d in by_cat[a["category"]] if d is not a]), r),
-        ),
-        "synonyms": lambda a, r: (synonyms(a["title"]), synonyms(a["body"])),
-        "deleted_fifth": lambda a, r: (a["title"], deleted_fifth(a, r)),
-        "para_shuffle": lambda a, r: (a["title"], para_shuffle(a, r)),
-        "ad_paragraph": make_ad_paragraph,
-    }
+    makers = rewrite_makers(by_cat)
     unchanged = collections.Counter()
     for k, kind in enumerate(REWRITES):
         krng = random.Random(f"{args.seed}:{kind}")
