@@ -662,8 +662,9 @@ def main(argv: list[str] | None = None) -> int:
         "Exact-only overrides simhash_distance and simhash_review_distance to 0, both "
         "containment thresholds to 1.01 and turns MinHash off: a text whose SimHash equals "
         "a stored one's still matches (distance 0), so this row is 'exact + identical "
-        "SimHash'. 'SimHash + containment' is the engine before revision 0008 (no MinHash "
-        "layer, no fact check); 'hash layers, no fact check' adds the MinHash layer; the "
+        "SimHash'. 'SimHash + containment' decides as the engine before revision 0008 did "
+        "(no MinHash layer, no fact check; it still computes and stores both, so its speed "
+        "is not that engine's); 'hash layers, no fact check' adds the MinHash layer; the "
         "default ('off') adds the fact check (a near-duplicate match whose texts each hold "
         "numbers or names the other lacks goes to review)."
     )
