@@ -450,13 +450,21 @@ def partitions() -> None:
 @partitions.command("list")
 @_database_options
 def partitions_list(dsn: str | None, home: str | None) -> None:
-    """Every day partition of the per-document tables, with rows and size."""
+    """Every partition of the per-document tables (a day, or a week for the
+    lookup tables), with rows and size."""
     from .partitions import list_partitions
 
     with _open(dsn, home) as dd:
         parts = list_partitions(dd.conn)
     rows = [
-        [str(p.day), p.table, p.name, p.approx_rows, f"{p.bytes / 1048576:.1f} MB"] for p in parts
+        [
+            str(p.day) if p.last_day == p.day else f"{p.day} .. {p.last_day}",
+            p.table,
+            p.name,
+            p.approx_rows,
+            f"{p.bytes / 1048576:.1f} MB",
+        ]
+        for p in parts
     ]
     click.echo(
         _table(["day", "table", "partition", "rows (approx)", "size"], rows)
@@ -494,7 +502,8 @@ def partitions_ensure(days_ahead: int, dsn: str | None, home: str | None) -> Non
 @click.option("--force", is_flag=True, help="Also drop days inside the look-back window.")
 @_database_options
 def partitions_drop(older_than: int, force: bool, dsn: str | None, home: str | None) -> None:
-    """Drop old days: documents, clauses, sightings and candidates together (a
+    """Drop old days: documents, sightings, candidates and embeddings together,
+    and the week partitions of the lookup tables whose seven days are all old (a
     partition detach and drop, not a DELETE; safe while ingest runs)."""
     from .partitions import drop_older_than
 

@@ -1,9 +1,13 @@
 """Day partitions as an operation: list them, create days ahead, drop old days.
 
-Dropping a day is a partition drop, not a DELETE: each per-day
-table's partition is detached with ``DETACH PARTITION ... CONCURRENTLY`` (which
+documents, document_sightings, duplicate_candidates and document_embeddings
+have one partition a day; the lookup tables (document_clauses,
+document_minhash_bands) one an ISO week, so that a check descends one or two
+btrees a lookup key instead of one a day. Dropping a day is a partition drop,
+not a DELETE: each table's partition is detached with ``DETACH PARTITION ... CONCURRENTLY`` (which
 does not block ingest into other days) and then dropped. Days inside the
-look-back window are refused: they are still being compared against. That also
+look-back window are refused: they are still being compared against. A week
+partition goes once all seven of its days are older than the cutoff. That also
 keeps the exact layer right without touching it: a dropped day's digests in
 ``document_digests`` are older than any window, and the ingest function takes
 over a digest last seen outside the window.
@@ -36,6 +40,7 @@ class Partition:
     name: str
     approx_rows: int
     bytes: int
+    last_day: date  # == day, or the Sunday of a week partition
 
 
 def list_partitions(conn: psycopg.Connection) -> list[Partition]:
@@ -57,8 +62,8 @@ def ensure(conn: psycopg.Connection, days_ahead: int, today: date | None = None)
 def drop_older_than(
     conn: psycopg.Connection, days: int, *, today: date | None = None, force: bool = False
 ) -> list[str]:
-    """Drop every day partition older than ``days`` days (UTC); returns the
-    partitions dropped. Refuses days inside the look-back window unless ``force``."""
+    """Drop every partition whose days are all older than ``days`` days (UTC);
+    returns the partitions dropped. Refuses days inside the look-back window unless ``force``."""
     if days < 1:
         raise ValueError("--older-than must be at least 1 day")
     window = int(conn.execute(queries()["window_days"]).fetchone()[0])  # type: ignore[index]
@@ -71,7 +76,7 @@ def drop_older_than(
     cutoff = (today or datetime.now(timezone.utc).date()) - timedelta(days)
     dropped = []
     for part in sorted(list_partitions(conn), key=lambda p: (p.day, p.table)):
-        if part.day >= cutoff:
+        if part.last_day >= cutoff:
             continue
         conn.execute("SET lock_timeout = '10s'")
         conn.execute(

@@ -152,7 +152,7 @@ SELECT coalesce(source, ''), count(*) FROM ingest_errors GROUP BY 1;
 SELECT count(*) FROM documents;
 
 -- name: partitions
-SELECT table_name, day, partition_name, approx_rows, bytes
+SELECT table_name, day, partition_name, approx_rows, bytes, last_day
   FROM dedup_partitions ORDER BY day, table_name;
 
 -- name: window_days

@@ -147,12 +147,16 @@ def test_look_back_window(dd, sina):
 def test_day_partitions_are_created_on_demand(dd, sina):
     day = datetime(2026, 3, 14, 23, 30, tzinfo=timezone.utc)
     dd.ingest({**_article(sina, 40), "seen_at": day})
-    for table in ("documents", "document_clauses", "document_sightings", "duplicate_candidates"):
-        assert (
-            _count(dd, "SELECT count(*) FROM pg_class WHERE relname = %s", f"{table}_p20260314")
-            == 1
-        )
+    for name in (
+        "documents_p20260314",
+        "document_sightings_p20260314",
+        "duplicate_candidates_p20260314",
+        "document_clauses_w20260309",  # lookup tables: the ISO week (Monday 9 March)
+        "document_minhash_bands_w20260309",
+    ):
+        assert _count(dd, "SELECT count(*) FROM pg_class WHERE relname = %s", name) == 1
     assert _count(dd, "SELECT count(*) FROM documents_p20260314") == 1
+    assert _count(dd, "SELECT count(*) FROM document_clauses_w20260309") > 0
 
 
 def test_document_fields_and_fingerprints_are_stored(dd, sina):

@@ -1,5 +1,5 @@
-"""Retention: day partitions listed, created ahead, dropped as partitions while
-ingest runs."""
+"""Retention: day (and lookup week) partitions listed, created ahead, dropped as
+partitions while ingest runs."""
 
 import threading
 from datetime import datetime, timedelta, timezone
@@ -10,19 +10,29 @@ from dedup_pg import Deduper
 from dedup_pg.partitions import TABLES, drop_older_than, ensure, list_partitions
 
 NOW = datetime.now(timezone.utc)
+WEEKLY = ("document_clauses", "document_minhash_bands")  # the lookup tables
 
 
 def _days(conn):
     return {(p.table, p.day) for p in list_partitions(conn)}
 
 
+def _partitions_of(day):
+    """(table, first day) of the partitions that hold ``day``."""
+    monday = day - timedelta(day.weekday())
+    return {(t, monday if t in WEEKLY else day) for t in TABLES}
+
+
 def test_ensure_creates_every_table_days_ahead(dd):
     created = ensure(dd.conn, 2)
     today = NOW.date()
-    expected = {(t, today + timedelta(d)) for t in TABLES for d in range(3)}
+    expected = set().union(*(_partitions_of(today + timedelta(d)) for d in range(3)))
     assert expected <= _days(dd.conn)
     assert created == len(expected)  # a fresh database has no partitions yet
     assert ensure(dd.conn, 2) == 0  # idempotent
+    weeks = [p for p in list_partitions(dd.conn) if p.table in WEEKLY]
+    assert weeks and all(p.day.weekday() == 0 and p.last_day == p.day + timedelta(6) for p in weeks)
+    assert all(p.last_day == p.day for p in list_partitions(dd.conn) if p.table not in WEEKLY)
 
 
 def test_drop_old_days_keeps_the_window_and_ingest_runs_meanwhile(dd, dsn, sina):
@@ -51,12 +61,11 @@ def test_drop_old_days_keeps_the_window_and_ingest_runs_meanwhile(dd, dsn, sina)
     dropped = drop_older_than(dd.conn, 30)
     writer.join(timeout=120)
     assert not errors
-    assert len(dropped) == 3 * len(TABLES)
-    assert all(
-        (t, (NOW - timedelta(days=40 + i)).date()) not in _days(dd.conn)
-        for t in TABLES
-        for i in range(3)
+    old_parts = set().union(
+        *(_partitions_of((NOW - timedelta(days=40 + i)).date()) for i in range(3))
     )
+    assert len(dropped) == len(old_parts)  # the weeks of 40-42 days ago ended before the cutoff
+    assert not old_parts & _days(dd.conn)
     remaining = {r[0] for r in dd.conn.execute("SELECT external_id FROM documents")}
     assert {a["id"] for a in sina[3:6]} <= remaining and not (
         {a["id"] for a in sina[:3]} & remaining
@@ -73,3 +82,42 @@ def test_drop_refuses_all_history_unless_forced(dd):
     with pytest.raises(ValueError, match="all history"):
         drop_older_than(dd.conn, 400)
     assert drop_older_than(dd.conn, 400, force=True) == []
+
+
+def test_lookup_tables_move_between_day_and_week_partitions_with_their_rows(dd, dsn, sina):
+    """Revision 0010 moves document_clauses and document_minhash_bands to week
+    partitions (and back on downgrade) without losing a row: near copies are
+    still found through them."""
+    from dedup_pg import database
+
+    docs = [
+        {**{k: a[k] for k in ("id", "title", "body")}, "seen_at": NOW - timedelta(days=i % 10)}
+        for i, a in enumerate(sina[:20])
+    ]
+    list(dd.ingest_many(docs))
+    counts = "SELECT (SELECT count(*) FROM document_clauses), (SELECT count(*) FROM document_minhash_bands)"
+    before = dd.conn.execute(counts).fetchone()
+    assert before[0] > 0 and before[1] > 0
+    copies = [
+        {**d, "id": f"copy-{d['id']}", "body": d["body"] + "\n(本文来自合作媒体，转载请注明出处)"}
+        for d in docs
+    ]
+
+    def layers(deduper):
+        return sorted((v.verdict, v.matched_id) for v in deduper.check_many(copies))
+
+    expected = layers(dd)
+    assert sum(v == "duplicate" for v, _ in expected) >= 18
+
+    database.downgrade(dsn, "0009")
+    with Deduper(dsn, migrate=False) as old:
+        assert old.conn.execute(counts).fetchone() == before
+        names = {p[2] for p in old.conn.execute("SELECT * FROM dedup_partitions")}
+        assert names and all("_p" in n and "_w" not in n for n in names)
+        assert layers(old) == expected
+    database.migrate(dsn)
+    with Deduper(dsn, migrate=False) as new:
+        assert new.conn.execute(counts).fetchone() == before
+        weeks = [p for p in list_partitions(new.conn) if p.table in WEEKLY]
+        assert weeks and all(p.name.startswith(f"{p.table}_w") for p in weeks)
+        assert layers(new) == expected

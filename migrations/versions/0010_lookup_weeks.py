@@ -1,0 +1,69 @@
+"""Week partitions for the lookup tables: document_clauses and
+document_minhash_bands move from day to ISO-week partitions (a check descends
+one or two btrees a key instead of one a day); dedup_partitions gains
+last_day; dedup_ensure_partitions creates both kinds.
+
+Revision ID: 0010
+Revises: 0009
+"""
+
+import re
+
+from alembic import op
+
+from dedup_pg.sqlfiles import read_sql, sql_function
+
+revision = "0010"
+down_revision = "0009"
+branch_labels = None
+depends_on = None
+
+LOOKUP_TABLES = {
+    # table: (key column, key index definition)
+    "document_clauses": ("clause_hash", "(clause_hash)", "WITH (pages_per_range = 8)"),
+    "document_minhash_bands": ("band_key", "(band_key) INCLUDE (seen_at, doc_id)", ""),
+}
+KEY_INDEX = {"document_clauses": "hash_idx", "document_minhash_bands": "key_idx"}
+
+
+def upgrade() -> None:
+    op.execute(read_sql("0010_lookup_weeks.sql"))
+
+
+def downgrade() -> None:
+    # back to day partitions: the week tables are renamed aside, the day ones
+    # created (0008's view and partition function) and filled
+    for table in LOOKUP_TABLES:
+        op.execute(
+            f"""
+            ALTER TABLE {table} RENAME TO {table}_by_week;
+            ALTER INDEX {table}_{KEY_INDEX[table]} RENAME TO {table}_by_week_{KEY_INDEX[table]};
+            ALTER INDEX {table}_doc_id_idx RENAME TO {table}_by_week_doc_id_idx;
+            """
+        )
+    op.execute("DROP VIEW dedup_partitions")
+    view = re.search(
+        r"^CREATE OR REPLACE VIEW dedup_partitions.*?;$", read_sql("0008_minhash.sql"), re.S | re.M
+    )
+    assert view is not None
+    op.execute(view.group(0))
+    op.execute(sql_function("0008_minhash.sql", "dedup_ensure_partitions"))
+    for table, (key, index, brin) in LOOKUP_TABLES.items():
+        op.execute(
+            f"""
+            CREATE TABLE {table} ({key} bigint NOT NULL, doc_id bigint NOT NULL,
+                                  seen_at timestamptz NOT NULL) PARTITION BY RANGE (seen_at);
+            CREATE INDEX {table}_{KEY_INDEX[table]} ON {table} {index};
+            CREATE INDEX {table}_doc_id_idx ON {table} USING brin (doc_id) {brin};
+            """
+        )
+    op.execute(
+        "SELECT dedup_ensure_partitions(min(day), max(day)) FROM dedup_partitions HAVING count(*) > 0"
+    )
+    for table, (key, _index, _brin) in LOOKUP_TABLES.items():
+        op.execute(
+            f"""
+            INSERT INTO {table} ({key}, doc_id, seen_at) SELECT {key}, doc_id, seen_at FROM {table}_by_week;
+            DROP TABLE {table}_by_week;
+            """
+        )
