@@ -134,3 +134,13 @@ DROP TABLE document_clauses_by_day;
 DROP TABLE document_minhash_bands_by_day;
 ANALYZE document_clauses;
 ANALYZE document_minhash_bands;
+
+-- Generic plans for the statements inside dedup_ingest. Under the default
+-- (auto) the plan cache compares a generic plan's cost, which counts every
+-- partition the window might hold, with a custom plan's, which counts the few
+-- the values select; it keeps choosing custom plans, and planning over the day
+-- partitions then costs more than running the statement. Run-time pruning
+-- gives generic plans the same partitions. Measured on 7k documents over 7
+-- days, ingest: 4.26 -> 3.25 ms a document (under auto_explain); 1 day: 2.48 ->
+-- 1.92. (A later CREATE OR REPLACE of dedup_ingest must set this again.)
+ALTER FUNCTION dedup_ingest(jsonb, boolean, jsonb) SET plan_cache_mode = force_generic_plan;

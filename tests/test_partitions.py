@@ -121,3 +121,11 @@ def test_lookup_tables_move_between_day_and_week_partitions_with_their_rows(dd, 
         weeks = [p for p in list_partitions(new.conn) if p.table in WEEKLY]
         assert weeks and all(p.name.startswith(f"{p.table}_w") for p in weeks)
         assert layers(new) == expected
+
+
+def test_ingest_runs_with_generic_plans(dd):
+    # custom plans re-plan each statement over every day partition in the window
+    config = dd.conn.execute(
+        "SELECT proconfig FROM pg_proc WHERE oid = 'dedup_ingest(jsonb, boolean, jsonb)'::regprocedure"
+    ).fetchone()[0]
+    assert config == ["plan_cache_mode=force_generic_plan"]

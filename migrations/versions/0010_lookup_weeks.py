@@ -1,7 +1,8 @@
 """Week partitions for the lookup tables: document_clauses and
 document_minhash_bands move from day to ISO-week partitions (a check descends
 one or two btrees a key instead of one a day); dedup_partitions gains
-last_day; dedup_ensure_partitions creates both kinds.
+last_day; dedup_ensure_partitions creates both kinds; dedup_ingest runs
+with generic plans (planning over the day partitions cost more than running).
 
 Revision ID: 0010
 Revises: 0009
@@ -31,6 +32,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute("ALTER FUNCTION dedup_ingest(jsonb, boolean, jsonb) RESET plan_cache_mode")
     # back to day partitions: the week tables are renamed aside, the day ones
     # created (0008's view and partition function) and filled
     for table in LOOKUP_TABLES:
