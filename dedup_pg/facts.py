@@ -41,13 +41,19 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 def facts(text: str) -> list[str]:
     """Distinct facts of a normalized text, in order of first appearance."""
+    return tagged_facts(text, rjieba.tag(text))
+
+
+def tagged_facts(text: str, tags: list[tuple[str, str]]) -> list[str]:
+    """:func:`facts` given the text's ``rjieba.tag`` (when the caller has it)."""
     found: dict[str, None] = {}
     for m in _NUMBER.finditer(text):
         number = m.group() if "." in m.group() else m.group().lstrip("0") or "0"
         if len(number) >= 2:
             found.setdefault(number)
-    for word, tag in rjieba.tag(text):
-        if tag in NAME_TAGS and len(word) >= 2 and not word.isascii():
+    names = [word for word, tag in tags if tag in NAME_TAGS and len(word) >= 2]
+    for word in names:
+        if not word.isascii():
             found.setdefault(word)
     return list(found)[:MAX_FACTS]
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
+
+import rjieba
 
 from . import minhash as mh
 from . import simhash as sh
-from .facts import facts
+from .facts import tagged_facts
 from .normalize import Normalized, NormalizeOptions, normalize
 from .tokenize import TERMS
 
@@ -21,7 +22,8 @@ MIN_CLAUSE_CHARS = 16
 # that glues its paragraphs together yields the same clauses as one that does not.
 _CLAUSE_END = re.compile(r"(?<=[。!?;,:])")
 _SPACE = re.compile(r"\s+")
-_ENDS = re.compile(r"[。!?;,:]\s*$")
+_LINE_SPACE = re.compile(r"[^\S\n]+")  # whitespace but line ends
+_CLAUSE_PUNCT = frozenset("。!?;,:")
 #: Opening clauses sent for the lead rule (a stored text of up to LEAD_CLAUSES - 2
 #: clauses can be found as the lead of a longer one).
 LEAD_CLAUSES = 10
@@ -41,36 +43,68 @@ def clause_hashes(key: str, text: str | None = None) -> tuple[int, ...]:
     punctuated pieces count there: an unpunctuated line is a title, a nav bar
     or a link list, and site templates repeat those on every page.
     """
-    pieces = _CLAUSE_END.split(key)
+    hashes = _hashed(_key_clauses(key), {})
     if text is not None:
-        pieces.extend(_line_clauses(text))
-    return tuple(sorted(set(_hashes(pieces))))
-
-
-def _line_clauses(text: str) -> list[str]:
-    """Pieces of each line that end at clause punctuation."""
-    return [p for line in text.split("\n") for p in _CLAUSE_END.split(line) if _ENDS.search(p)]
+        _hashed(_line_clauses(text), hashes)
+    return tuple(sorted(set(hashes.values())))
 
 
 def lead_clause_hashes(text: str, n: int = LEAD_CLAUSES) -> tuple[int, ...]:
     """Hashes of the first ``n`` distinct clauses of a normalized text, in order,
     cut at lines and clause punctuation: the lead rule asks whether a short
     stored text is exactly the opening of a longer one."""
+    lines = _line_clauses(text)
+    return _lead(lines, _hashed(lines, {}), n)
+
+
+def clause_and_lead_hashes(
+    key: str, text: str, n: int = LEAD_CLAUSES
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``clause_hashes(key, text)`` and ``lead_clause_hashes(text, n)``, with
+    the text's clauses cut and each distinct clause hashed once."""
+    lines = _line_clauses(text)
+    hashes = _hashed(lines, {})
+    lead = _lead(lines, hashes, n)
+    _hashed(_key_clauses(key), hashes)
+    return tuple(sorted(set(hashes.values()))), lead
+
+
+def _key_clauses(key: str) -> list[str]:
+    """The key's clauses, spaces removed, long enough to hash. (Spaces are
+    removed before the cut: the cut falls after punctuation, never in a space,
+    so the pieces are the same.)"""
+    return [p for p in _CLAUSE_END.split(_SPACE.sub("", key)) if len(p) >= MIN_CLAUSE_CHARS]
+
+
+def _line_clauses(text: str) -> list[str]:
+    """Pieces of each line that end at clause punctuation, spaces removed,
+    long enough to hash."""
+    return [
+        p
+        for line in _LINE_SPACE.sub("", text).split("\n")
+        for p in _CLAUSE_END.split(line)
+        if len(p) >= MIN_CLAUSE_CHARS and p[-1] in _CLAUSE_PUNCT
+    ]
+
+
+def _hashed(clauses: list[str], hashes: dict[str, int]) -> dict[str, int]:
+    """Add the hash of each clause not yet in ``hashes`` (clause -> hash)."""
+    for clause in clauses:
+        if clause not in hashes:
+            hashes[clause] = int.from_bytes(
+                hashlib.sha1(clause.encode("utf-8")).digest()[:8], "big", signed=True
+            )
+    return hashes
+
+
+def _lead(clauses: list[str], hashes: dict[str, int], n: int) -> tuple[int, ...]:
+    """The first ``n`` distinct hashes of ``clauses``, in order."""
     lead: dict[int, None] = {}
-    for h in _hashes(_line_clauses(text)):
-        lead.setdefault(h)
+    for clause in clauses:
+        lead.setdefault(hashes[clause])
         if len(lead) == n:
             break
     return tuple(lead)
-
-
-def _hashes(pieces: list[str]) -> Iterator[int]:
-    for clause in pieces:
-        clause = _SPACE.sub("", clause)
-        if len(clause) >= MIN_CLAUSE_CHARS:
-            yield int.from_bytes(
-                hashlib.sha1(clause.encode("utf-8")).digest()[:8], "big", signed=True
-            )
 
 
 @dataclass(frozen=True)
@@ -115,15 +149,19 @@ def fingerprint(body: str, title: str | None, options: NormalizeOptions) -> Fing
     the SimHash a little."""
     norm_body, norm_title, key = _normalized(body, title, options)
     text = norm_body.text if norm_title is None else f"{norm_title.text}\n{norm_body.text}"
+    # One segmentation for both: rjieba's tag is its cut with a tag looked up
+    # per word, so its words are the SimHash terms.
+    tags = rjieba.tag(text)
+    clauses, lead = clause_and_lead_hashes(norm_body.key, norm_body.text)
     return Fingerprint(
         digest=hashlib.sha1(key.encode("utf-8")).digest(),
         title_digest=(
             hashlib.sha1(norm_title.key.encode("utf-8")).digest() if norm_title else None
         ),
-        simhash=sh.simhash_arrays(*TERMS.weights(text)),
+        simhash=sh.simhash_arrays(*TERMS.term_weights([word for word, _ in tags])),
         length=len(key),
-        clauses=clause_hashes(norm_body.key, norm_body.text),
-        lead=lead_clause_hashes(norm_body.text),
+        clauses=clauses,
+        lead=lead,
         minhash=None if (sig := mh.signature(key)) is None else tuple(sig),
-        facts=tuple(facts(text)),
+        facts=tuple(tagged_facts(text, tags)),
     )

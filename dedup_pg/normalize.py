@@ -60,8 +60,23 @@ _NFKC_RUN = re.compile(
 )
 
 
+# The commonest characters that NFKC changes (full-width punctuation, special
+# spaces, the ellipsis) are first replaced by their NFKC form, which is ASCII:
+# replacing a character by its NFKC form leaves the NFKC of the text unchanged,
+# and each of them was a run of its own (90 runs a Sina article, 1 left).
+_NFKC_ASCII = tuple(
+    (ch, unicodedata.normalize("NFKC", ch)) for ch in "，：（）；？！\u2002\xa0\u3000…"
+)
+
+
+def _nfkc_run(match: re.Match[str]) -> str:
+    return unicodedata.normalize("NFKC", match.group())
+
+
 def _nfkc(text: str) -> str:
-    return _NFKC_RUN.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
+    for char, ascii_form in _NFKC_ASCII:
+        text = text.replace(char, ascii_form)
+    return _NFKC_RUN.sub(_nfkc_run, text)
 
 
 def _fold_spaces(text: str) -> str:

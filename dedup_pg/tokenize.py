@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable
 from functools import lru_cache
 
 import numpy as np
@@ -99,9 +100,15 @@ class TermTable:
 
     def weights(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(hashes, TF-IDF weights) of the distinct terms of ``text``."""
-        counts = Counter(rjieba.cut(text))
+        return self.term_weights(rjieba.cut(text))
+
+    def term_weights(self, words: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(hashes, TF-IDF weights) of the distinct terms among ``words`` (a
+        segmentation: ``rjieba.cut``, or the words of ``rjieba.tag``, which
+        segments alike)."""
+        counts = Counter(words)
         index = self._index
-        ids = [index.get(t) for t in counts]
+        ids = list(map(index.get, counts))
         if None in ids:
             ids = [i if i is not None else self._add(t) for i, t in zip(ids, counts, strict=True)]
         idx = np.array(ids, dtype=np.intp)
