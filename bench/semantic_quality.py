@@ -352,6 +352,15 @@ def score(
 # --------------------------------------------------------------------------- engine
 
 
+def server_dsn() -> str:
+    """The embedded server in DEDUP_PG_HOME, or a temporary one stopped at exit."""
+    home = Path(os.environ.get("DEDUP_PG_HOME") or tempfile.mkdtemp(prefix="semq-"))
+    if not os.environ.get("DEDUP_PG_HOME"):
+        atexit.register(database.stop_embedded, home)  # the server this run started
+    base = database.resolve_dsn(None, home)
+    return make_conninfo(**{k: v for k, v in conninfo_to_dict(base).items()})
+
+
 def fresh_dsn(base: str, name: str) -> str:
     admin = make_conninfo(base, dbname="postgres")
     with psycopg.connect(admin, autocommit=True) as conn:
@@ -520,11 +529,7 @@ def speed_only(args, phase1, phase2, hard_pairs, facts, date, t_start, load_star
     """Is the default faster than MinHashLSH? Alternating passes on the same data, so
     that a neighbour's load hits both sides; the verdicts of every engine pass are
     scored too (they must not change between passes)."""
-    home = Path(os.environ.get("DEDUP_PG_HOME") or tempfile.mkdtemp(prefix="semq-"))
-    if not os.environ.get("DEDUP_PG_HOME"):
-        atexit.register(database.stop_embedded, home)
-    base = database.resolve_dsn(None, home)
-    base = make_conninfo(**{k: v for k, v in conninfo_to_dict(base).items()})
+    base = server_dsn()
     runs: list[tuple[Outcome, Outcome, float]] = []
     for k in range(args.speed_passes):
         lsh = run_minhash(phase1, phase2)
@@ -620,11 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     outcomes.append(run_minhash(phase1, phase2))
     log(f"minhash baseline: {outcomes[-1].seconds:.1f} s")
 
-    home = Path(os.environ.get("DEDUP_PG_HOME") or tempfile.mkdtemp(prefix="semq-"))
-    if not os.environ.get("DEDUP_PG_HOME"):
-        atexit.register(database.stop_embedded, home)  # the server this run started
-    base = database.resolve_dsn(None, home)
-    base = make_conninfo(**{k: v for k, v in conninfo_to_dict(base).items()})
+    base = server_dsn()
     embedder = Usem3Embedder()
     embedder.embed(["预热"])
     outcomes.append(run_engine("exact-only", base, phase1, phase2, thresholds=EXACT_ONLY))
@@ -845,11 +846,6 @@ def main(argv: list[str] | None = None) -> int:
                 "  missed rewrites by (type, verdict, layer): "
                 + ", ".join(f"{k[0]}/{k[1]}/{k[2]} {n}" for k, n in sorted(missed.items()))
             )
-    out()
-    out(
-        "The first pass of the engine includes what a process loads once (the jieba "
-        "dictionary and the term table, on first use); MinHashLSH has no such cost."
-    )
     out.write(args.output)
     log(f"wrote {args.output}")
     return 0
