@@ -1,8 +1,9 @@
 -- Gated semantic check by key (revision 0011): dedup_ingest_semantic looks the
 -- hash layers' candidates up in document_embeddings by doc_id (= ANY of an
--- array, the primary key of each partition) instead of a semi-join with the
--- jsonb list, which the planner ran as a scan of every stored vector: 30 ms a
--- gated item at 14k vectors, growing with the table (bench/growth.py
+-- array, the primary key of each partition) and their document rows one by
+-- one, instead of joins the planner ran as scans of every stored vector and
+-- every document (with the whitelist test on each row): 30-35 ms a gated item
+-- at 10k documents, growing with the tables (auto_explain in bench/growth.py
 -- --semantic-mode gated). Otherwise as revision 0004 defined it.
 
 CREATE OR REPLACE FUNCTION dedup_ingest_semantic(p_items jsonb, p_stored jsonb, p_model_id smallint,
@@ -99,10 +100,11 @@ BEGIN
                                            'window_days', v_settings -> 'window_days');
 
         IF jsonb_typeof(v_json -> 'neighbours') = 'array' THEN
-            -- gated: the hash layers' candidates
-            -- Looked up by key: the neighbours' ids as an array, for each
-            -- partition's primary key (doc_id, ...). A semi-join with the jsonb
-            -- list read every stored vector instead (30 ms a call at 14k).
+            -- gated: the hash layers' candidates, looked up by key: their ids as
+            -- an array for each partition's primary key (doc_id, ...), and each
+            -- one's document row through a subquery per candidate. As joins, the
+            -- planner read every stored vector and every document (and ran the
+            -- whitelist test on each document row): 30-35 ms a call at 10k.
             SELECT n.doc_id, n.seen_at, 1 - (n.embedding <=> v_vec) AS cos INTO v_best
               FROM (SELECT e.doc_id, e.seen_at, e.embedding
                       FROM document_embeddings e
@@ -113,9 +115,10 @@ BEGIN
                     SELECT (s ->> 'doc_id')::bigint, (s ->> 'seen_at')::timestamptz, (s ->> 'embedding')::halfvec
                       FROM jsonb_array_elements(coalesce(p_stored, '[]')) s
                      WHERE p_dry_run AND s -> 'doc_id' IN (SELECT jsonb_array_elements(v_json -> 'neighbours'))) n
-              JOIN documents d ON d.doc_id = n.doc_id AND d.seen_at = n.seen_at
              WHERE n.doc_id IS DISTINCT FROM v_doc_id
-               AND NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)
+               -- null (left out) when the document is gone, as the join was
+               AND (SELECT NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)
+                      FROM documents d WHERE d.doc_id = n.doc_id AND d.seen_at = n.seen_at)
              ORDER BY cos DESC, n.seen_at, n.doc_id
              LIMIT 1;
         ELSE

@@ -1,6 +1,7 @@
 """Gated semantic check by key: dedup_ingest_semantic looks the hash layers'
-candidates up in document_embeddings by doc_id (= ANY of an array) instead of a
-semi-join the planner ran as a scan of every stored vector.
+candidates up in document_embeddings by doc_id (= ANY of an array) and their
+document rows one at a time, instead of joins the planner ran as scans of every
+stored vector and every document.
 
 Revision ID: 0011
 Revises: 0010
