@@ -7,7 +7,7 @@ next command; a process-wide file lock and the server's own ``postmaster.pid``
 make sure two processes pointed at one home share one server. Either way the
 database is migrated to head with Alembic before use.
 
-The embedded server is sized once, on its first start (``SERVER_SETTINGS``):
+The embedded server is sized once, on its first start (``server_settings()``):
 PostgreSQL's own defaults (128 MB of shared buffers, a checkpoint every 1 GB
 of WAL) are made for a small shared machine, and a check reads index pages at
 random keys, so the lookup indexes should sit in shared buffers. Later

@@ -20,11 +20,10 @@ branch_labels = None
 depends_on = None
 
 LOOKUP_TABLES = {
-    # table: (key column, key index definition)
-    "document_clauses": ("clause_hash", "(clause_hash)", "WITH (pages_per_range = 8)"),
-    "document_minhash_bands": ("band_key", "(band_key) INCLUDE (seen_at, doc_id)", ""),
+    # table: key column, key index suffix, its columns before 0010, BRIN options
+    "document_clauses": ("clause_hash", "hash_idx", "(clause_hash)", "WITH (pages_per_range = 8)"),
+    "document_minhash_bands": ("band_key", "key_idx", "(band_key) INCLUDE (seen_at, doc_id)", ""),
 }
-KEY_INDEX = {"document_clauses": "hash_idx", "document_minhash_bands": "key_idx"}
 
 
 def upgrade() -> None:
@@ -35,11 +34,11 @@ def downgrade() -> None:
     op.execute("ALTER FUNCTION dedup_ingest(jsonb, boolean, jsonb) RESET plan_cache_mode")
     # back to day partitions: the week tables are renamed aside, the day ones
     # created (0008's view and partition function) and filled
-    for table in LOOKUP_TABLES:
+    for table, (_key, suffix, _columns, _brin) in LOOKUP_TABLES.items():
         op.execute(
             f"""
             ALTER TABLE {table} RENAME TO {table}_by_week;
-            ALTER INDEX {table}_{KEY_INDEX[table]} RENAME TO {table}_by_week_{KEY_INDEX[table]};
+            ALTER INDEX {table}_{suffix} RENAME TO {table}_by_week_{suffix};
             ALTER INDEX {table}_doc_id_idx RENAME TO {table}_by_week_doc_id_idx;
             """
         )
@@ -50,19 +49,19 @@ def downgrade() -> None:
     assert view is not None
     op.execute(view.group(0))
     op.execute(sql_function("0008_minhash.sql", "dedup_ensure_partitions"))
-    for table, (key, index, brin) in LOOKUP_TABLES.items():
+    for table, (key, suffix, columns, brin) in LOOKUP_TABLES.items():
         op.execute(
             f"""
             CREATE TABLE {table} ({key} bigint NOT NULL, doc_id bigint NOT NULL,
                                   seen_at timestamptz NOT NULL) PARTITION BY RANGE (seen_at);
-            CREATE INDEX {table}_{KEY_INDEX[table]} ON {table} {index};
+            CREATE INDEX {table}_{suffix} ON {table} {columns};
             CREATE INDEX {table}_doc_id_idx ON {table} USING brin (doc_id) {brin};
             """
         )
     op.execute(
         "SELECT dedup_ensure_partitions(min(day), max(day)) FROM dedup_partitions HAVING count(*) > 0"
     )
-    for table, (key, _index, _brin) in LOOKUP_TABLES.items():
+    for table, (key, *_rest) in LOOKUP_TABLES.items():
         op.execute(
             f"""
             INSERT INTO {table} ({key}, doc_id, seen_at) SELECT {key}, doc_id, seen_at FROM {table}_by_week;
