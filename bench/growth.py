@@ -22,11 +22,11 @@ slice, at that size:
    same ones every slice); split into fingerprinting (``dd.times.prepare``) and
    SQL (``dd.times.sql``) with the deltas of ``dd.times``;
 4. the SimHash band candidate lookup alone, as SQL (server-side prepared,
-   ``--calls`` calls): ``SELECT doc_id, seen_at, external_id, content_sha1,
-   clause_count, simhash FROM documents d WHERE (d.simhash_band0 = $1 OR ... OR
-   d.simhash_band3 = $4) AND d.seen_at BETWEEN $5 AND $6`` with the bands of a
-   stored document's signed simhash (``(simhash >> 16k) & 65535``, as
-   ``sql/0001_functions.sql``) and its seen_at +- 7 days (the ingest window);
+   ``--calls`` calls), as ``dedup_ingest`` runs it since revision 0012:
+   ``SELECT DISTINCT b.doc_id, b.seen_at, bit_count((b.simhash # $1)::bit(64))
+   FROM document_simhash_bands b WHERE b.band_key = ANY ($2) AND b.seen_at
+   BETWEEN $3 AND $4`` with the four band keys of a stored document's simhash
+   (``dedup_simhash_band_keys``) and its seen_at +- 7 days (the ingest window);
    and the exact layer's digest probe alone (``document_digests`` by
    content_sha1 in the window). The band query's plan (custom and generic) is
    summarised per slice, to see plan changes. Also: the same band probe at
@@ -152,6 +152,7 @@ TABLES = (
     "duplicate_candidates",
     "document_digests",
     "document_minhash_bands",
+    "document_simhash_bands",
     "document_embeddings",
 )
 _SENTENCE = re.compile(r"[^。！？!?]*[。！？!?]+[”’」』）)]*|[^。！？!?]+$")
@@ -382,28 +383,18 @@ def rusage_mib() -> tuple[float, float]:
 
 
 # -- measurements ----------------------------------------------------------------
-BAND_SQL = (
-    "SELECT d.doc_id, d.seen_at, d.external_id, d.content_sha1, d.clause_count, d.simhash"
-    " FROM documents d"
-    " WHERE (d.simhash_band0 = %s OR d.simhash_band1 = %s OR d.simhash_band2 = %s"
-    " OR d.simhash_band3 = %s) AND d.seen_at BETWEEN %s AND %s"
-)
+# the SimHash probe of dedup_ingest (revision 0012: document_simhash_bands)
 BAND_SQL_PG = (
-    "SELECT d.doc_id, d.seen_at, d.external_id, d.content_sha1, d.clause_count, d.simhash"
-    " FROM documents d"
-    " WHERE (d.simhash_band0 = $1 OR d.simhash_band1 = $2 OR d.simhash_band2 = $3"
-    " OR d.simhash_band3 = $4) AND d.seen_at BETWEEN $5 AND $6"
+    "SELECT DISTINCT b.doc_id, b.seen_at, bit_count((b.simhash # $1)::bit(64)) AS dist"
+    " FROM document_simhash_bands b"
+    " WHERE b.band_key = ANY (dedup_simhash_band_keys($1, $2)) AND b.seen_at BETWEEN $3 AND $4"
 )
+BAND_SQL = BAND_SQL_PG.replace("$1", "%(h)s").replace("$2", "%(r)s")
+BAND_SQL = BAND_SQL.replace("$3", "%(lo)s").replace("$4", "%(hi)s")
 # the same probe at radius 1 (each band value and its 16 one-bit neighbours), as
-# dedup_ingest runs it for long texts (their review distance, 6, needs it); the
-# distances are computed in the server as there, and only counted
-BAND_SQL_R1 = (
-    "SELECT count(*), min(bit_count((d.simhash # %s)::bit(64)))"
-    " FROM documents d"
-    " WHERE (d.simhash_band0 = ANY (%s::integer[]) OR d.simhash_band1 = ANY (%s::integer[])"
-    " OR d.simhash_band2 = ANY (%s::integer[]) OR d.simhash_band3 = ANY (%s::integer[]))"
-    " AND d.seen_at BETWEEN %s AND %s"
-)
+# dedup_ingest runs it when a text's review distance is 4-7; the distances are
+# computed in the server as there, and only counted
+BAND_SQL_R1 = f"SELECT count(*), min(dist) FROM ({BAND_SQL}) c"
 DIGEST_SQL = (
     "SELECT g.doc_id FROM document_digests g"
     " WHERE g.content_sha1 = %s AND g.seen_at BETWEEN %s AND %s"
@@ -417,11 +408,6 @@ MINHASH_SQL = (
     " AND b.seen_at BETWEEN %s::timestamptz - %s AND %s::timestamptz + %s) c"
 )
 WINDOW = timedelta(days=7)
-
-
-def bands(simhash: int) -> list[int]:
-    """The four 16-bit bands of a signed 64-bit simhash, as the generated columns."""
-    return [(simhash >> (16 * k)) & 65535 for k in range(4)]
 
 
 def sample_stored(dd: Deduper, n: int, rng: random.Random) -> list[tuple]:
@@ -485,8 +471,8 @@ def check_latency(dd: Deduper, stored: list[tuple], misses: list[dict]) -> dict:
 def sql_latency(dd: Deduper, stored: list[tuple]) -> dict:
     conn = dd.conn
 
-    def band_params(r: tuple) -> list:
-        return [*bands(r[4]), r[5] - WINDOW, r[5] + WINDOW]
+    def band_params(r: tuple, radius: int = 0) -> dict:
+        return {"h": r[4], "r": radius, "lo": r[5] - WINDOW, "hi": r[5] + WINDOW}
 
     conn.execute(BAND_SQL, band_params(stored[0]), prepare=True).fetchall()  # warm-up
     band_t, rows = [], []
@@ -496,13 +482,8 @@ def sql_latency(dd: Deduper, stored: list[tuple]) -> dict:
         band_t.append(time.perf_counter() - started)
         rows.append(len(got))
 
-    def r1_params(r: tuple) -> list:
-        return [
-            r[4],
-            *([b, *(b ^ (1 << i) for i in range(16))] for b in bands(r[4])),
-            r[5] - WINDOW,
-            r[5] + WINDOW,
-        ]
+    def r1_params(r: tuple) -> dict:
+        return band_params(r, 1)
 
     conn.execute(BAND_SQL_R1, r1_params(stored[0]), prepare=True).fetchall()
     r1_t, r1_rows = [], []
@@ -691,7 +672,7 @@ def plan_summary(dd: Deduper, params: list) -> dict:
     conn = dd.conn
     lits = [
         f"'{v.isoformat()}'::timestamptz" if isinstance(v, datetime) else str(int(v))
-        for v in params
+        for v in (params["h"], params["r"], params["lo"], params["hi"])
     ]
     literal = BAND_SQL_PG
     for k in range(len(lits), 0, -1):
@@ -700,10 +681,7 @@ def plan_summary(dd: Deduper, params: list) -> dict:
     counts: collections.Counter = collections.Counter()
     _plan_nodes(custom["Plan"], counts)
     generic_counts: collections.Counter = collections.Counter()
-    conn.execute(
-        "PREPARE growth_band(integer, integer, integer, integer, timestamptz, timestamptz) AS "
-        + BAND_SQL_PG
-    )
+    conn.execute("PREPARE growth_band(bigint, integer, timestamptz, timestamptz) AS " + BAND_SQL_PG)
     try:
         conn.execute("SET plan_cache_mode = force_generic_plan")
         gen = conn.execute(
@@ -1216,7 +1194,8 @@ def report(ctx: dict) -> str:
         "Recall: reposts judged `duplicate` of their own original. False dup: distinct documents "
         "judged `duplicate`. Check latency: `dd.is_duplicate(body, title)`, "
         f"{args.calls} calls each. Band SQL: the SimHash candidate lookup alone "
-        f"({args.calls} calls, prepared) with the four exact bands (what finds distance <= 3); "
+        f"({args.calls} calls, prepared, `document_simhash_bands` since revision 0012) with the "
+        "four band keys (what finds distance <= 3); "
         "radius-1 band SQL: the same with each band's 16 one-bit neighbours too (`= ANY` of 17 "
         "values a band), Hamming distances computed and counted in the server, which is what "
         "`dedup_ingest` runs for texts whose review distance is 4-7 (none with the defaults "
@@ -1501,10 +1480,7 @@ def report(ctx: dict) -> str:
 
 # indexes that the ingest and check path probe (the rest are only written)
 HOT_INDEXES = {
-    "documents_simhash_band0_idx",
-    "documents_simhash_band1_idx",
-    "documents_simhash_band2_idx",
-    "documents_simhash_band3_idx",
+    "document_simhash_bands_key_idx",
     "documents_doc_id_idx",
     "document_digests_pkey",
     "document_clauses_hash_idx",
@@ -1522,7 +1498,7 @@ def extrapolation(ctx: dict) -> list[str]:
     total = sum(v["total"] for v in t.values())
     idx = {k: b for k, (_, b) in z["indexes"].items()}
     hot_idx = sum(b for k, b in idx.items() if k in HOT_INDEXES)
-    bands_b = sum(b for k, b in idx.items() if "simhash_band" in k)
+    bands_b = idx.get("document_simhash_bands_key_idx", 0)
     clause_idx = idx.get("document_clauses_hash_idx", 0)
     docs = t["documents"]
     docs_heap = docs["heap"]
@@ -1578,16 +1554,16 @@ def extrapolation(ctx: dict) -> list[str]:
         f"{gib((t['document_sightings']['total'] + t['duplicate_candidates']['total']) * f)} GiB |",
         f"| WAL written to load them | {gib(wal_per_item * target * 1.0526)} GiB (recycled; "
         f"max_wal_size {settings_.get('max_wal_size')}) |",
-        f"| what every lookup reads at random keys: 4 band indexes, digests key, clause-hash "
-        f"index, doc_id index, and the documents heap (the band probe reads each candidate row "
-        f"to compute its distance) | **{gib(hot * f)} GiB** |",
-        f"| &nbsp;&nbsp;of which documents heap / 4 band indexes / clause-hash index "
+        f"| what every lookup reads at random keys: the SimHash and MinHash band indexes, "
+        f"digests key, clause-hash index, doc_id index, and the documents heap (candidate rows "
+        f"are read by key) | **{gib(hot * f)} GiB** |",
+        f"| &nbsp;&nbsp;of which documents heap / SimHash band index / clause-hash index "
         f"| {gib(docs_heap * f)} / {gib(bands_b * f)} / {gib(clause_idx * f)} GiB |",
         f"| indexes only written (documents external_id, content_sha1; candidates; sightings) "
         f"| {gib((sum(idx.values()) - hot_idx) * f)} GiB |",
         f"| rows a band probe reads (exact bands / radius 1; measured {q['band_rows']:.1f} / "
         f"{q['r1_rows']:.0f}) | {r0_10m:,.0f} / {r1_10m:,.0f} |",
-        f"| radius-1 band probe, as `dedup_ingest` runs it for every text of 150+ characters "
+        f"| radius-1 band probe, as `dedup_ingest` runs it for texts with a review distance of 4-7 "
         f"({fit}) | ~{r1_ms_10m:,.1f} ms per document |",
         "",
         f"**Disk**: ~{gib(total * f)} GiB of tables and indexes, plus WAL (~1-2 GiB with the "

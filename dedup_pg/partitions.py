@@ -2,8 +2,8 @@
 
 documents, document_sightings, duplicate_candidates and document_embeddings
 have one partition a day; the lookup tables (document_clauses,
-document_minhash_bands) one an ISO week, so that a check descends one or two
-btrees a lookup key instead of one a day. Dropping a day is a partition drop,
+document_minhash_bands, document_simhash_bands) one an ISO week, so that a
+check descends one or two btrees a lookup key instead of one a day. Dropping a day is a partition drop,
 not a DELETE: each table's partition is detached with ``DETACH PARTITION ...
 CONCURRENTLY`` (which does not block ingest into other days) and then dropped. Days inside the
 look-back window are refused: they are still being compared against. A week
@@ -30,6 +30,7 @@ TABLES = (
     "duplicate_candidates",
     "document_embeddings",
     "document_minhash_bands",
+    "document_simhash_bands",
 )
 
 

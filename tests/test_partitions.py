@@ -10,7 +10,7 @@ from dedup_pg import Deduper
 from dedup_pg.partitions import TABLES, drop_older_than, ensure, list_partitions
 
 NOW = datetime.now(timezone.utc)
-WEEKLY = ("document_clauses", "document_minhash_bands")  # the lookup tables
+WEEKLY = ("document_clauses", "document_minhash_bands", "document_simhash_bands")  # lookup tables
 
 
 def _days(conn):
@@ -121,6 +121,55 @@ def test_lookup_tables_move_between_day_and_week_partitions_with_their_rows(dd, 
         weeks = [p for p in list_partitions(new.conn) if p.table in WEEKLY]
         assert weeks and all(p.name.startswith(f"{p.table}_w") for p in weeks)
         assert layers(new) == expected
+
+
+def test_simhash_bands_move_into_their_lookup_table_and_back(dd, dsn, sina):
+    """Revision 0012 moves the SimHash bands from four indexes of documents into
+    document_simhash_bands (week partitions), and back on downgrade: one-character
+    edits are found by the SimHash layer, the same documents, either way."""
+    from dedup_pg import database
+
+    docs = [
+        {**{k: a[k] for k in ("id", "title", "body")}, "seen_at": NOW - timedelta(days=i % 9)}
+        for i, a in enumerate(sina[:24])
+    ]
+    list(dd.ingest_many(docs))
+    n_docs = dd.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+    assert (
+        dd.conn.execute("SELECT count(*) FROM document_simhash_bands").fetchone()[0] == 4 * n_docs
+    )
+    edits = [{**d, "id": f"edit-{d['id']}", "body": d["body"].replace("的", "之", 1)} for d in docs]
+
+    def verdicts(deduper):
+        return sorted((v.verdict, v.layer, v.matched_id) for v in deduper.check_many(edits))
+
+    expected = verdicts(dd)
+    assert sum(layer == "simhash" for _, layer, _ in expected) >= 20
+    database.downgrade(dsn, "0011")
+    with Deduper(dsn, migrate=False) as old:
+        indexes = {
+            r[0]
+            for r in old.conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'documents'"
+            )
+        }
+        assert {f"documents_simhash_band{b}_idx" for b in range(4)} <= indexes
+        assert (
+            old.conn.execute("SELECT to_regclass('document_simhash_bands')").fetchone()[0] is None
+        )
+        assert verdicts(old) == expected
+        list(old.ingest_many([{**sina[30], "seen_at": NOW}]))  # stored while the bands are indexes
+    database.migrate(dsn)
+    with Deduper(dsn, migrate=False) as new:
+        rows = new.conn.execute(
+            "SELECT count(*), count(DISTINCT (b.doc_id, b.seen_at)) FROM document_simhash_bands b"
+            " JOIN documents d ON d.doc_id = b.doc_id AND d.seen_at = b.seen_at"
+            " AND b.band_key = ANY (dedup_simhash_band_keys(d.simhash))"
+        ).fetchone()
+        assert rows == (4 * (n_docs + 1), n_docs + 1)
+        weeks = [p for p in list_partitions(new.conn) if p.table == "document_simhash_bands"]
+        assert weeks and all(p.name.startswith("document_simhash_bands_w") for p in weeks)
+        assert verdicts(new) == expected
 
 
 def test_ingest_runs_with_generic_plans(dd):
