@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Bump when any rule below changes; stored in ``documents.norm_version``.
-NORMALIZATION_VERSION = 2  # 2: scraped JS/CSS statements and U+FFFD dropped
+NORMALIZATION_VERSION = 3  # 2: scraped JS/CSS statements and U+FFFD dropped; 3: object literals
 
 # Zero-width characters, bidi marks, soft hyphen and BOM: invisible, and common
 # in copied web text. Removed outright.
@@ -111,6 +111,15 @@ _CODE_LINE = re.compile(
 # A statement of code even with Chinese in its strings: ``var title = "标题";``
 _CODE_STATEMENT = re.compile(
     r"^\s*(?:(?:var|let|const)\s+[\w$]+\s*=|[\w$]+(?:\.[\w$]+)+\s*\().*[;{]\s*$"
+)
+# A property of a scraped object literal (a video player's playlist), even with
+# Chinese in its string or comment: ``title: '精彩回顾',  //标题``, ``id: 5,``,
+# ``trigger: {``; and the braces between such objects: ``}, {``. An unquoted
+# value must end in a comma ("比分: 3" is text), the key must be ASCII.
+_CODE_PROPERTY = re.compile(
+    r"^(?:[\"']?[A-Za-z_$][A-Za-z0-9_$]*[\"']?\s*:\s*"
+    r"(?:(?:'[^']*'|\"[^\"]*\")\s*,?|(?:-?\d+(?:\.\d+)?|true|false|null)\s*,|[\[{])\s*(?://.*)?"
+    r"|[}\]]+\s*,?\s*[{\[]?|[{\[])$"
 )
 # U+FFFD: bytes a crawler could not decode; they carry nothing to compare
 _REPLACEMENT = re.compile("\ufffd+")
@@ -214,7 +223,7 @@ def clean(raw: str) -> str:
     for line in text.split("\n"):
         line = line.strip()
         # only a line without CJK characters can be code, or a whole statement
-        if _CODE_STATEMENT.match(line):
+        if _CODE_STATEMENT.match(line) or _CODE_PROPERTY.match(line):
             continue
         line = _REPLACEMENT.sub("", line).strip()
         if line and (_HAS_CJK.search(line) or not _CODE_LINE.match(line)):

@@ -96,6 +96,23 @@ def test_scraped_page_scripts_are_dropped():
     assert clean(prose) == prose
 
 
+def test_scraped_object_literals_are_dropped():
+    """A Sina video page scraped as text: the player's playlist (object literals
+    with Chinese titles and comments) made two pages whose own text is one line
+    each 3 SimHash bits apart (bench/semantic_quality.py, a false duplicate)."""
+    page = (
+        "恒大基本失去冠军\nSINA_TEXT_PAGE_INFO['videoDatas0'] = [\t\t{\nad_state: '1',\n"
+        "video_id: 268486337,\t//vid\ntitle: '足金联赛广州站精彩回顾',\t//标题\n"
+        "source: '',\t//视频发布来源。如：新华网。\n"
+        "url: 'http://video.sina.com.cn/p/sports/c/zjmaster/v/doc/2018-11-02/151669062637.html'\n"
+        "},\t\t{\ntrigger: {\nid: 'videoList0'\nrequire:[\n{\n"
+    )
+    assert clean(page) == "恒大基本失去冠军"
+    # text with a colon and a number, or an unquoted value, is not code
+    prose = "比分: 3\nScore: 3\n时间: 2018年11月2日\nSource: Reuters"
+    assert clean(prose) == prose
+
+
 def test_lowercase_is_optional():
     assert key("iPhone XS") == "iPhone XS"
     assert key("iPhone XS", NormalizeOptions(lowercase=True, noise_patterns=())) == "iphone xs"
