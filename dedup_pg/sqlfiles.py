@@ -54,3 +54,18 @@ def sql_function(filename: str, name: str) -> str:
     if match is None:
         raise LookupError(f"no function {name} in {filename}")
     return re.sub(r"^CREATE (?:OR REPLACE )?", "CREATE OR REPLACE ", match.group(0))
+
+
+def sql_view(filename: str, name: str, *, with_comment: bool = False) -> str:
+    """One ``CREATE [OR REPLACE] VIEW name`` statement of a numbered file, as
+    written there (a downgrade re-applies the view the revision before it
+    made); ``with_comment`` adds the ``COMMENT ON VIEW`` that follows it."""
+    comment = rf"\s*^COMMENT ON VIEW {re.escape(name)} IS\n.*?;$" if with_comment else ""
+    match = re.search(
+        rf"^CREATE (?:OR REPLACE )?VIEW {re.escape(name)} AS.*?;${comment}",
+        read_sql(filename),
+        re.S | re.M,
+    )
+    if match is None:
+        raise LookupError(f"no view {name} in {filename}")
+    return match.group(0)

@@ -7,11 +7,9 @@ Revision ID: 0008
 Revises: 0007
 """
 
-import re
-
 from alembic import op
 
-from dedup_pg.sqlfiles import read_sql, sql_function
+from dedup_pg.sqlfiles import read_sql, sql_function, sql_view
 
 revision = "0008"
 down_revision = "0007"
@@ -68,19 +66,10 @@ def downgrade() -> None:
         ("0001_functions.sql", "dedup_simhash_distances"),
     ):
         op.execute(sql_function(filename, name))
-    view = re.search(
-        r"^CREATE OR REPLACE VIEW dedup_partitions.*?;$",
-        read_sql("0004_semantic.sql"),
-        re.S | re.M,
-    )
-    assert view is not None
-    op.execute(view.group(0))
-    review = read_sql("0002_review.sql")
+    op.execute(sql_view("0004_semantic.sql", "dedup_partitions"))
     for name in ("document_clusters", "dedup_daily_stats"):
-        found = re.search(rf"^CREATE VIEW {name} AS.*?;$", review, re.S | re.M)
-        assert found is not None
         op.execute(f"DROP VIEW {name}")
-        op.execute(found.group(0))
+        op.execute(sql_view("0002_review.sql", name))
     op.execute(
         """
         ALTER TABLE document_sightings DROP CONSTRAINT document_sightings_layer_check,

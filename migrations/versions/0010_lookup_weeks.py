@@ -8,11 +8,9 @@ Revision ID: 0010
 Revises: 0009
 """
 
-import re
-
 from alembic import op
 
-from dedup_pg.sqlfiles import read_sql, sql_function
+from dedup_pg.sqlfiles import read_sql, sql_function, sql_view
 
 revision = "0010"
 down_revision = "0009"
@@ -43,11 +41,7 @@ def downgrade() -> None:
             """
         )
     op.execute("DROP VIEW dedup_partitions")
-    view = re.search(
-        r"^CREATE OR REPLACE VIEW dedup_partitions.*?;$", read_sql("0008_minhash.sql"), re.S | re.M
-    )
-    assert view is not None
-    op.execute(view.group(0))
+    op.execute(sql_view("0008_minhash.sql", "dedup_partitions"))
     op.execute(sql_function("0008_minhash.sql", "dedup_ensure_partitions"))
     for table, (key, suffix, columns, brin) in LOOKUP_TABLES.items():
         op.execute(

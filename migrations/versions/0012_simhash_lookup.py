@@ -7,11 +7,9 @@ Revision ID: 0012
 Revises: 0011
 """
 
-import re
-
 from alembic import op
 
-from dedup_pg.sqlfiles import read_sql, sql_function
+from dedup_pg.sqlfiles import read_sql, sql_function, sql_view
 
 revision = "0012"
 down_revision = "0011"
@@ -24,13 +22,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    view = re.search(
-        r"^CREATE OR REPLACE VIEW dedup_partitions.*?^COMMENT ON VIEW dedup_partitions IS\n.*?;$",
-        read_sql("0010_lookup_weeks.sql"),
-        re.S | re.M,
-    )
-    assert view is not None
-    op.execute(view.group(0))
+    op.execute(sql_view("0010_lookup_weeks.sql", "dedup_partitions", with_comment=True))
     op.execute(sql_function("0010_lookup_weeks.sql", "dedup_ensure_partitions"))
     op.execute(sql_function("0008_minhash.sql", "dedup_store_document"))
     op.execute(sql_function("0008_minhash.sql", "dedup_remove_document"))
