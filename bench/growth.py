@@ -482,14 +482,11 @@ def sql_latency(dd: Deduper, stored: list[tuple]) -> dict:
         band_t.append(time.perf_counter() - started)
         rows.append(len(got))
 
-    def r1_params(r: tuple) -> dict:
-        return band_params(r, 1)
-
-    conn.execute(BAND_SQL_R1, r1_params(stored[0]), prepare=True).fetchall()
+    conn.execute(BAND_SQL_R1, band_params(stored[0], 1), prepare=True).fetchall()
     r1_t, r1_rows = [], []
     for r in stored:
         started = time.perf_counter()
-        got = conn.execute(BAND_SQL_R1, r1_params(r), prepare=True).fetchone()
+        got = conn.execute(BAND_SQL_R1, band_params(r, 1), prepare=True).fetchone()
         r1_t.append(time.perf_counter() - started)
         r1_rows.append(got[0])
     conn.execute(

@@ -222,7 +222,8 @@ def clean(raw: str) -> str:
     lines = []
     for line in text.split("\n"):
         line = line.strip()
-        # only a line without CJK characters can be code, or a whole statement
+        # a whole statement or object property is code even with CJK in it;
+        # otherwise only a line without CJK characters can be
         if _CODE_STATEMENT.match(line) or _CODE_PROPERTY.match(line):
             continue
         line = _REPLACEMENT.sub("", line).strip()

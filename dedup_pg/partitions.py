@@ -3,14 +3,15 @@
 documents, document_sightings, duplicate_candidates and document_embeddings
 have one partition a day; the lookup tables (document_clauses,
 document_minhash_bands, document_simhash_bands) one an ISO week, so that a
-check descends one or two btrees a lookup key instead of one a day. Dropping a day is a partition drop,
-not a DELETE: each table's partition is detached with ``DETACH PARTITION ...
-CONCURRENTLY`` (which does not block ingest into other days) and then dropped. Days inside the
-look-back window are refused: they are still being compared against. A week
-partition goes once all seven of its days are older than the cutoff. That also
-keeps the exact layer right without touching it: a dropped day's digests in
-``document_digests`` are older than any window, and the ingest function takes
-over a digest last seen outside the window.
+check descends one or two btrees a lookup key instead of one a day. Dropping a
+day is a partition drop, not a DELETE: each table's partition is detached with
+``DETACH PARTITION ... CONCURRENTLY`` (which does not block ingest into other
+days) and then dropped. Days inside the look-back window are refused: they are
+still being compared against. A week partition goes once all seven of its days
+are older than the cutoff. That also keeps the exact layer right without
+touching it: a dropped day's digests in ``document_digests`` are older than any
+window, and the ingest function takes over a digest last seen outside the
+window.
 """
 
 from __future__ import annotations
