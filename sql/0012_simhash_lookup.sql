@@ -299,7 +299,6 @@ DECLARE
     v_gate_dist integer;
     v_gate bigint[];
     v_probe_max integer;
-    v_first boolean;
     v_white boolean;
     v_mh_dup double precision;
     v_mh_review double precision;
@@ -428,7 +427,6 @@ BEGIN
                 SELECT g.doc_id, g.seen_at INTO matched_doc_id, m_seen_at
                   FROM document_digests g WHERE g.content_sha1 = v_sha1;
                 -- by key: one partition (a join would set up a scan of each)
-                matched_external_id := NULL; v_matched_body := NULL;
                 SELECT d.external_id, d.body INTO matched_external_id, v_matched_body
                   FROM documents d WHERE d.doc_id = matched_doc_id AND d.seen_at = m_seen_at;
                 verdict := 'duplicate'; layer := 'exact'; score := 1.0; distance := 0;
@@ -466,8 +464,7 @@ BEGIN
             -- semantic gate distance are what a gated semantic check compares with
             v_probe_max := CASE WHEN v_mode = 'gated' THEN greatest(v_review_dist, v_gate_dist)
                                 ELSE v_review_dist END;
-            v_first := true;
-            v_taken := 0;
+            v_taken := 0;  -- candidates taken so far; the first decides
             FOR v_cand IN
             -- One index-only scan of document_simhash_bands (its index carries
             -- the simhash): distances come from the index; only the few
@@ -485,7 +482,7 @@ BEGIN
             IF v_mode = 'gated' AND v_cand.dist <= v_gate_dist THEN
                 v_gate := v_gate || v_cand.doc_id;
             END IF;
-            IF v_first AND v_cand.dist <= v_review_dist THEN
+            IF v_taken = 0 AND v_cand.dist <= v_review_dist THEN
                 v_to_review := v_cand.dist > v_dup_dist;
                 v_stored_n := v_row.clause_count - v_n_boiler;
                 IF NOT v_to_review AND v_n_item >= 5 AND v_stored_n >= 5 THEN
@@ -505,7 +502,6 @@ BEGIN
                     m_layer := 'simhash'; m_score := 1.0 - v_cand.dist / 64.0; m_dist := v_cand.dist;
                 END IF;
             END IF;
-            v_first := false;
             v_taken := v_taken + 1;
             EXIT WHEN v_taken >= 5;
             END LOOP;
