@@ -178,3 +178,51 @@ def test_ingest_runs_with_generic_plans(dd):
         "SELECT proconfig FROM pg_proc WHERE oid = 'dedup_ingest(jsonb, boolean, jsonb)'::regprocedure"
     ).fetchone()[0]
     assert config == ["plan_cache_mode=force_generic_plan"]
+
+
+def test_one_clause_pass_gives_revision_0012s_verdicts(dd, dsn, sina):
+    """Revision 0013 probes the clause index once per check (the holders it counts
+    are the containment layer's candidates): with a boilerplate footer in every
+    stored text, truncated copies, copies with an ad and long texts quoting a stored
+    one get the verdicts revision 0012 gave them."""
+    from dedup_pg import database
+
+    footer = "本网所有内容均由网友发布，转载请注明出处并保留本文链接，谢谢合作。"
+    docs = [
+        {
+            "id": a["id"],
+            "title": a["title"],
+            "body": a["body"] + "\n" + footer,
+            "seen_at": NOW - timedelta(days=i % 9),
+        }
+        for i, a in enumerate(sina[:30])
+    ]
+    list(dd.ingest_many(docs))
+    probes = []
+    for i, d in enumerate(docs[:20]):
+        lines = d["body"].split("\n")
+        probes += [
+            {**d, "id": f"cut-{i}", "title": None, "body": "\n".join(lines[: len(lines) * 2 // 3])},
+            {**d, "id": f"ad-{i}", "body": d["body"] + "\n扫码关注公众号，领取新人专享优惠券。"},
+            {**d, "id": f"quote-{i}", "body": d["body"] + "\n" + sina[40 + i]["body"]},
+        ]
+    for i, a in enumerate(sina[60:66]):  # new text on the site's template: new
+        lead = "。".join(a["body"].split("。")[:2]) + "。"
+        probes.append({"id": f"short-{i}", "title": a["title"], "body": lead + "\n" + footer})
+
+    def verdicts(deduper):
+        return [
+            (v.verdict, v.layer, v.matched_id, round(v.score or 0.0, 6))
+            for v in deduper.check_many(probes)
+        ]
+
+    expected = verdicts(dd)
+    layers = [layer for _, layer, _, _ in expected]
+    assert layers.count("containment") >= 15
+    assert [v for v, *_ in expected[-6:]] == ["new"] * 6
+    database.downgrade(dsn, "0012")
+    with Deduper(dsn, migrate=False) as old:
+        assert verdicts(old) == expected
+    database.migrate(dsn)
+    with Deduper(dsn, migrate=False) as new:
+        assert verdicts(new) == expected
