@@ -80,12 +80,13 @@ from the last Sunday 12:00 UTC before the run (``--calendar two-weeks``, the
 default), so a check at "now", as ``is_duplicate`` makes, sees all of them
 inside its 7-day window, and the ISO week turns 12 hours in, inside the first
 slice: every slice's checks meet two week partitions of the lookup tables, as
-a production window does whenever it spans a Monday (six days in seven). With
+every check does in production once the engine has run for a week (a 7-day
+window always holds a Monday). With
 ``--calendar now`` the span ends 12 hours after the start of the run (session
 5 and before): the week then turns at a point that depends on the weekday of
 the run, and the slices before it probe one week partition, the ones after it
-two: on 200k documents a dry-run check cost 0.47 ms in one week and 0.72 ms
-across two (revision 0012; BENCHMARKS.md). A repost gets the current stream
+two: on 200k documents a dry-run check cost 0.44-0.53 ms in one week and
+0.59-0.71 ms across two (revision 0013; BENCHMARKS.md). A repost gets the current stream
 time, and its original is at most 6.9 days older.
 Distinct/ingested slices are counted in distinct documents: a slice of 100,000
 holds ~5,263 reposts on top.
