@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -44,6 +44,7 @@ _PER_DATABASE = frozenset(
 #: What ingest accepts: a Document, a mapping with the JSONL fields, bare text
 #: (str, or UTF-8 bytes), or a reader's InputError to be reported in its place.
 Item = Document | Mapping[str, Any] | str | bytes | InputError
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -53,6 +54,9 @@ class StageTimes:
     prepare: float = 0.0  # validation + normalization + tokenization + fingerprints
     sql: float = 0.0
     embed: float = 0.0  # the semantic layer's embedding (inside ``sql``'s transaction)
+    # always mode: embedding the next batch while the database checks this one
+    embed_ahead: float = 0.0
+    embedded_ahead: int = 0  # texts (those the hash layers then drop are not used)
     documents: int = 0
 
 
@@ -164,7 +168,8 @@ class Deduper:
         :class:`Document`, mappings with the JSONL fields, plain strings, or
         :class:`InputError` instances (a reader's parse failure, reported as is).
         The next batch is fingerprinted while the database works on the current
-        one: in a thread, or in ``workers`` processes for large inputs.
+        one: in a thread, or in ``workers`` processes for large inputs. In
+        semantic mode ``always`` it is embedded then too, in a thread.
         """
         size = batch_size or self.batch_size
         batches = _chunks(iter(docs), size)
@@ -174,8 +179,15 @@ class Deduper:
             executor = concurrent.futures.ProcessPoolExecutor(workers)
         else:
             executor = concurrent.futures.ThreadPoolExecutor(1)
-        with executor:
-            for prepared in _prefetch(executor, prepare, batches, ahead=max(workers, 1)):
+        with executor, concurrent.futures.ThreadPoolExecutor(1) as embedding:
+            stream = _prefetch(executor, prepare, batches, ahead=max(workers, 1))
+            if self.settings["semantic_mode"] == "always":
+                self.semantic_layer()
+                stream = _prefetch(embedding, self._embed_ahead, stream, ahead=1)
+            for prepared in stream:
+                if prepared.embedded:
+                    self.times.embed_ahead += prepared.embedded.seconds
+                    self.times.embedded_ahead += prepared.embedded.texts
                 yield from self._execute(prepared, dry_run=False)
 
     def is_duplicate(self, text: str, title: str | None = None) -> Verdict:
@@ -244,7 +256,7 @@ class Deduper:
         ids = {row["pos"]: row["external_id"] for row in prepared.rows}
         overrides = self.thresholds | self.check_thresholds(thresholds or {})
         rows = (
-            self._call(prepared.rows, records, dry_run, overrides)
+            self._call(prepared.rows, records, dry_run, overrides, prepared.embedded)
             if (prepared.rows or records)
             else []
         )
@@ -276,6 +288,7 @@ class Deduper:
         errors: list[dict[str, Any]],
         dry_run: bool,
         overrides: dict[str, Any],
+        embedded: semantic.Embedded | None = None,
     ) -> list[tuple[Any, ...]]:
         """One transaction: record input errors, then dedup_ingest over the batch.
 
@@ -310,6 +323,7 @@ class Deduper:
                             {p["pos"]: p for p in payload},
                             dry_run=dry_run,
                             overrides=overrides,
+                            ahead=embedded,
                         )
                     finally:
                         self.times.embed += layer.seconds - before
@@ -331,7 +345,7 @@ class Deduper:
                     message = f"rejected by PostgreSQL: {exc}".strip()
                     return [(payload[0]["pos"], "error", *([None] * 7), message)]
                 _log.warning("batch rejected by the server (%s); retrying item by item", exc)
-                return self._call_one_by_one(payload, errors, dry_run, overrides)
+                return self._call_one_by_one(payload, errors, dry_run, overrides, embedded)
         raise AssertionError("unreachable")
 
     def _call_one_by_one(
@@ -340,6 +354,7 @@ class Deduper:
         errors: list[dict[str, Any]],
         dry_run: bool,
         overrides: dict[str, Any],
+        embedded: semantic.Embedded | None = None,
     ) -> list[tuple[Any, ...]]:
         """Isolate the item the server rejects: one transaction per item."""
         if errors:
@@ -347,8 +362,18 @@ class Deduper:
                 cur.executemany(queries()["record_error"], errors)
         rows: list[tuple[Any, ...]] = []
         for item in payload:
-            rows.extend(self._call([item], [], dry_run, overrides))
+            rows.extend(self._call([item], [], dry_run, overrides, embedded))
         return rows
+
+    def _embed_ahead(self, prepared: Prepared) -> Prepared:
+        """Always mode embeds every text the hash layers keep, most of a crawl:
+        so a thread embeds the next batch while the database checks this one.
+        Between a model switch and its reload there is no layer: the batch is
+        then embedded in its transaction (and so are stale vectors)."""
+        layer = self._semantic
+        if layer is not None and self.settings["semantic_mode"] == "always":
+            prepared.embedded = layer.embed_ahead(prepared.rows)
+        return prepared
 
     def _ensure_partitions(self, payload: list[dict[str, Any]]) -> None:
         days = {
@@ -374,6 +399,7 @@ class Prepared:
     # (position, input id, message, ingest_errors record) per rejected item
     errors: list[tuple[int, str | None, str, dict[str, Any]]]
     seconds: float
+    embedded: semantic.Embedded | None = None  # always mode: vectors made ahead
 
 
 def prepare_batch(
@@ -422,8 +448,8 @@ def _chunks(iterator: Iterator[Item], size: int) -> Iterator[list[Item]]:
 
 def _prefetch(
     executor: concurrent.futures.Executor,
-    func: Callable[[list[Item]], Prepared],
-    batches: Iterator[list[Item]],
+    func: Callable[[_T], Prepared],
+    batches: Iterator[_T],
     ahead: int,
 ) -> Iterator[Prepared]:
     """Run ``func`` over ``batches`` up to ``ahead`` batches in advance, in order,

