@@ -1150,6 +1150,8 @@ def report(ctx: dict) -> str:
             ("batch-size", args.batch_size, 500),
             ("workers", args.workers, 2),
             ("shared-buffers", args.shared_buffers, None),
+            ("calendar", args.calendar, "two-weeks"),
+            ("semantic-mode", args.semantic_mode, "off"),
         )
         if value != default
     ) + (" --precreate" if args.precreate else "")
