@@ -368,8 +368,9 @@ class Deduper:
     def _embed_ahead(self, prepared: Prepared) -> Prepared:
         """Always mode embeds every text the hash layers keep, most of a crawl:
         so a thread embeds the next batch while the database checks this one.
-        Between a model switch and its reload there is no layer: the batch is
-        then embedded in its transaction (and so are stale vectors)."""
+        Between a model switch and its reload there is no layer, and vectors
+        of the old model are dropped in ``run``: such batches are embedded in
+        their transaction, by the new model."""
         layer = self._semantic
         if layer is not None and self.settings["semantic_mode"] == "always":
             prepared.embedded = layer.embed_ahead(prepared.rows)
