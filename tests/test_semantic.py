@@ -9,6 +9,7 @@ from importlib.resources import files
 import pytest
 
 from dedup_pg import Deduper, semantic
+from dedup_pg.documents import InputError
 from dedup_pg.embeddings import SentenceTransformerEmbedder, Usem3Embedder
 
 # Hash layers made blind for a call, so only the semantic layer can match.
@@ -352,6 +353,33 @@ def test_bad_items_in_a_semantic_batch_are_reported_and_the_rest_checked(sdd, ar
     assert sdd.conn.execute(
         "SELECT count(*) FROM ingest_errors WHERE external_id IN ('empty', 'nul', 'bad-type')"
     ).fetchone() == (3,)
+
+
+def test_bad_items_in_a_stream_embedded_ahead_are_reported_and_the_rest_checked(sdd, articles):
+    """ingest_many in always mode: a batch of bad items only (nothing to embed
+    ahead), and bad items beside good ones, cost only themselves."""
+    sdd.set_setting("semantic_mode", "always")
+    for name, value in HASHES_OFF.items():
+        sdd.set_setting(name, value)
+    stream = [
+        {"id": "empty", "body": "   \n\t"},
+        {"id": "nul", "body": "正文\x00含有空字符"},
+        InputError("line 3: not valid JSON"),
+        *articles[:4],
+        {"id": "no-body", "title": "只有标题"},
+        rewrite(articles[2]),
+    ]
+    verdicts = list(sdd.ingest_many(stream, batch_size=3))
+    assert [v.verdict for v in verdicts[:3]] == ["error"] * 3
+    assert [v.verdict for v in verdicts[3:7]] == ["new"] * 4
+    assert verdicts[7].verdict == "error"
+    assert (verdicts[8].verdict, verdicts[8].layer, verdicts[8].matched_id) == (
+        "duplicate",
+        "semantic",
+        articles[2]["id"],
+    )
+    assert sdd.semantic_layer().embedded == 0  # all of it embedded ahead
+    assert sdd.times.embedded_ahead == 5
 
 
 def test_unknown_model_is_a_clear_cli_error(dsn):
