@@ -61,7 +61,7 @@ def _open(dsn: str | None, home: str | None, **kwargs: Any) -> Deduper:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="dedup-pg")
+@click.version_option(package_name="pg-text-dedup")
 def main() -> None:
     """De-duplicate crawled text on PostgreSQL: new, duplicate (of what, by which
     layer, with what score) or review, for every document."""
