@@ -90,8 +90,9 @@ def _read_jsonl(stream: IO[bytes]) -> Iterator[Line | InputError]:
     for lineno, line in enumerate(stream, 1):
         if not line.strip():
             continue
+        line = line.rstrip(b"\r\n")
         try:
-            yield Line(parse_jsonl_line(line, lineno), f"line {lineno}", line.rstrip(b"\r\n"))
+            yield Line(parse_jsonl_line(line, lineno), f"line {lineno}", line)
         except InputError as exc:
             yield exc
 
@@ -346,8 +347,10 @@ def stats(fmt: str, dsn: str | None, home: str | None) -> None:
     click.echo(_table(names, [[str(r[0]), r[1] or "(none)", *r[2:]] for r in rows]))
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> str:
-    cells = [header] + [[str(c) for c in row] for row in rows]
+def _table(header: list[str], rows: list[list[Any]], max_cell: int = 40) -> str:
+    """Rows as aligned text; a cell longer than ``max_cell`` characters (a
+    crawled source name can be anything) is cut with an ellipsis."""
+    cells = [header] + [[_cut(str(c), max_cell) for c in row] for row in rows]
     widths = [max(_width(row[i]) for row in cells) for i in range(len(header))]
     lines = [
         "  ".join(c + " " * (w - _width(c)) for c, w in zip(row, widths, strict=True)).rstrip()
@@ -355,6 +358,10 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _width(text: str) -> int:

@@ -57,11 +57,7 @@ _TRANSIENT = (
 )
 #: The server refuses a value in the batch: the batch is split until the item
 #: is alone, and that item is recorded in ingest_errors.
-_REJECTED = (
-    psycopg.errors.DataError,
-    psycopg.errors.IntegrityConstraintViolation,
-    psycopg.errors.ProgramLimitExceeded,
-)
+_REJECTED = (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.ProgramLimitExceeded)
 DEFAULT_RETRIES = 5
 DEFAULT_RECONNECT_SECONDS = 60.0
 
@@ -404,7 +400,7 @@ class Deduper:
             try:
                 self.dsn = database.resolve_dsn(*self._where)
                 conn = database.connect(self.dsn, autocommit=True)
-            except database.DatabaseError as exc:
+            except (database.DatabaseError, psycopg.OperationalError) as exc:
                 if time.monotonic() + pause > deadline:
                     raise IngestStopped(
                         f"lost the database connection ({_first_line(cause)}) and could not "

@@ -76,7 +76,6 @@ def hostile_lines() -> list[tuple[str, bytes]]:
         ("list body", b'{"id": "h-listbody", "body": ["a"]}'),
         ("null body", b'{"id": "h-nullbody", "body": null}'),
         ("huge body", json.dumps({"id": "h-huge", "body": "长" * 1_000_001}).encode()),
-        ("punctuation-only body", b'{"id": "h-punct", "body": "\\uff0c\\u3002\\uff01\\uff1f"}'),
         # not JSON objects at all
         ("deeply nested array", b"[" * 100_000),
         ("deeply nested object", b'{"a":' * 50_000 + b"1" + b"}" * 50_000),
