@@ -65,13 +65,13 @@ class SeenAtWindow:
     absurd time (year 1 or 9999, an epoch in the wrong unit) is an error."""
 
     future: timedelta = timedelta(hours=DEFAULT_SEEN_AT_FUTURE_HOURS)
-    past: timedelta = timedelta(days=DEFAULT_SEEN_AT_PAST_DAYS)
+    past: timedelta | None = timedelta(days=DEFAULT_SEEN_AT_PAST_DAYS)  # None: no limit
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> SeenAtWindow:
-        future = settings.get("seen_at_future_hours", DEFAULT_SEEN_AT_FUTURE_HOURS)
-        past = settings.get("seen_at_past_days", DEFAULT_SEEN_AT_PAST_DAYS)
-        return cls(timedelta(hours=float(future)), timedelta(days=float(past)))
+        future = float(settings.get("seen_at_future_hours", DEFAULT_SEEN_AT_FUTURE_HOURS))
+        past = float(settings.get("seen_at_past_days", DEFAULT_SEEN_AT_PAST_DAYS))
+        return cls(timedelta(hours=future), timedelta(days=past) if past > 0 else None)
 
     def check(self, value: datetime, now: datetime) -> None:
         if value > now + self.future:
@@ -79,7 +79,7 @@ class SeenAtWindow:
                 f"seen_at {value.isoformat()} is more than {_span(self.future)} ahead of now "
                 f"({now.isoformat(timespec='seconds')}; setting seen_at_future_hours)"
             )
-        if value < now - self.past:
+        if self.past is not None and value < now - self.past:
             raise InputError(
                 f"seen_at {value.isoformat()} is more than {_span(self.past)} before now "
                 f"(a backfill? raise the setting seen_at_past_days)"
