@@ -19,7 +19,12 @@ class Verdict:
     layer: which check decided a duplicate or review.
     matched_id / matched_doc_id: the matched document's input id / its doc_id.
     score: 1.0 for exact; 1 - distance/64 for SimHash; the share of clauses
-        for containment.
+        for containment; the estimated Jaccard of character 5-grams for MinHash;
+        the cosine for semantic.
+    distance: the SimHash Hamming distance (0 for exact, None otherwise).
+    doc_id: the document's own id when it was stored (new, review).
+    candidate_id: its duplicate_candidates row (every duplicate and review).
+    error: why the item was rejected (verdict ``error``).
     """
 
     id: str | None

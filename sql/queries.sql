@@ -2,7 +2,7 @@
 -- Python passes data; the functions they call decide.
 
 -- name: ingest
--- Check and store one batch (see dedup_ingest in 0004_semantic.sql): the hash
+-- Check and store one batch (see dedup_ingest in 0013_one_clause_pass.sql): the hash
 -- layers, and which items the semantic layer must embed.
 SELECT pos, verdict, layer, doc_id, matched_doc_id, matched_external_id, score, distance, candidate_id,
        embed, neighbours
