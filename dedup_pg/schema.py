@@ -431,8 +431,11 @@ def catalog(conn: Any) -> list[str]:
             (definition,) = rows(f"SELECT pg_get_viewdef({oid}, true)")[0]
             out += [f"  | {line}" for line in definition.splitlines()]
         for conname, contype, condef in rows(
+            # NOT NULL constraints (PostgreSQL 18 names them) are the columns'
+            # NOT NULL above; their generated names depend on what else
+            # existed when the table was made
             f"""SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint
-                 WHERE conrelid = {oid} ORDER BY conname"""
+                 WHERE conrelid = {oid} AND contype <> 'n' ORDER BY conname"""
         ):
             out.append(f"  constraint {conname} ({contype}) {condef}")
         for indexname, indexdef, index_comment in rows(
