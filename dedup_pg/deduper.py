@@ -28,8 +28,7 @@ from . import database, semantic
 from .documents import Document, InputError, to_document
 from .embeddings import Embedder
 from .fingerprint import Fingerprint, content_digest, fingerprint
-from .normalize import DEFAULT_NOISE_PATTERNS, NORMALIZATION_VERSION, NormalizeOptions
-from .simhash import to_signed
+from .normalize import DEFAULT_NOISE_PATTERNS, NormalizeOptions
 from .sqlfiles import queries
 from .templates import TemplateCache, TemplateSet
 from .verdicts import Verdict
@@ -474,16 +473,9 @@ def _to_row(pos: int, doc: Document, fp: Fingerprint, seen_at: datetime) -> dict
         "source": doc.source,
         "seen_at": seen_at.isoformat(),
         "published_at": doc.published_at.isoformat() if doc.published_at else None,
-        "sha1": fp.digest.hex(),
-        "title_sha1": fp.title_digest.hex() if fp.title_digest else None,
-        "simhash": to_signed(fp.simhash),
-        "length": fp.length,
-        "clauses": list(fp.clauses),
+        **fp.wire(),
         "lead": list(fp.lead),
-        "minhash": list(fp.minhash) if fp.minhash is not None else None,
-        "facts": list(fp.facts),
         "content_type": doc.content_type,
-        "norm_version": NORMALIZATION_VERSION,
     }
 
 

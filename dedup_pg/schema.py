@@ -150,13 +150,13 @@ def _classify(s: Statement) -> None:
 def _signature(rest: str, *, declared: bool) -> str:
     """The argument types of ``(p_a jsonb, p_b boolean DEFAULT false, OUT x int)``:
     ``(jsonb, boolean)`` (as COMMENT ON FUNCTION and DROP FUNCTION spell them)."""
-    depth, k = 0, 0
-    for k, c in enumerate(rest):
+    depth, end = 0, len(rest)
+    for end, c in enumerate(rest):  # noqa: B007 - end is read after the loop
         depth += c == "("
         depth -= c == ")"
         if depth == 0:
             break
-    inner = rest[1:k]
+    inner = rest[1:end]
     if not declared:
         return "(" + ", ".join(a.strip() for a in _split_args(inner)) + ")"
     types = []

@@ -124,16 +124,16 @@ END $$;
 -- the semantic layer is dedup_ingest_semantic, called next in the same
 -- transaction for the items this one flags with "embed").
 --
--- p_items is a JSON array, one object per document, made by dedup_pg.deduper
--- (dedup_pg.fingerprint.wire_item): pos, external_id, title, body, url,
--- source, seen_at, published_at, sha1 / title_sha1 (hex), simhash (signed
--- 64-bit), length, clauses (array of signed 64-bit hashes), norm_version,
--- minhash, facts. Items are checked in pos order, so a later item is checked
--- against earlier ones of the same batch. Layers, in order: whitelist, exact,
--- SimHash, containment, MinHash; a near-duplicate match is then checked on the
--- pair's facts; then the review bands. p_dry_run = true checks without locking
--- or writing (is_duplicate). p_overrides: thresholds for this call only, over
--- dedup_settings.
+-- p_items is a JSON array, one object per document, made by dedup_pg.deduper:
+-- pos, external_id, title, body, url, source, seen_at, published_at, lead,
+-- content_type and the fingerprint (Fingerprint.wire in dedup_pg/fingerprint.py:
+-- sha1 / title_sha1 (hex), simhash (signed 64-bit), length, clauses (array of
+-- signed 64-bit hashes), minhash, facts, norm_version). Items are checked in
+-- pos order, so a later item is checked against earlier ones of the same
+-- batch. Layers, in order: whitelist, exact, SimHash, containment, MinHash; a
+-- near-duplicate match is then checked on the pair's facts; then the review
+-- bands. p_dry_run = true checks without locking or writing (is_duplicate).
+-- p_overrides: thresholds for this call only, over dedup_settings.
 --
 -- Cost: a check's cost must not grow with the number of partitions its window
 -- covers. The SimHash probe reads document_simhash_bands (40_hash_layers.sql)
