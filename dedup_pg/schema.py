@@ -83,7 +83,9 @@ def split_statements(text: str) -> list[Statement]:
         else:
             i += 1
     rest = text[start:].strip()
-    if rest and not all(line.lstrip().startswith("--") for line in rest.splitlines() if line.strip()):
+    if rest and not all(
+        line.lstrip().startswith("--") for line in rest.splitlines() if line.strip()
+    ):
         out.append(_statement(text[start:]))
     return out
 
@@ -113,7 +115,11 @@ _PATTERNS: list[tuple[str, str, str]] = [
     ("create", "view", rf"CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\s+{_IDENT}"),
     ("create", "table", rf"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{_IDENT}"),
     ("create", "type", rf"CREATE\s+TYPE\s+{_IDENT}"),
-    ("create", "index", rf"CREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:CONCURRENTLY\s+)?(?:IF\s+NOT\s+EXISTS\s+)?{_IDENT}"),
+    (
+        "create",
+        "index",
+        rf"CREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:CONCURRENTLY\s+)?(?:IF\s+NOT\s+EXISTS\s+)?{_IDENT}",
+    ),
     ("create", "trigger", rf"CREATE\s+(?:OR\s+REPLACE\s+)?TRIGGER\s+{_IDENT}"),
     ("create", "sequence", rf"CREATE\s+SEQUENCE\s+{_IDENT}"),
     ("comment", "function", rf"COMMENT\s+ON\s+FUNCTION\s+{_IDENT}\s*\("),
@@ -129,7 +135,9 @@ _PATTERNS: list[tuple[str, str, str]] = [
     ("alter", "type", rf"ALTER\s+TYPE\s+{_IDENT}"),
     ("drop", "trigger", rf"DROP\s+TRIGGER\s+(?:IF\s+EXISTS\s+)?{_IDENT}"),
 ]
-_DROP = re.compile(r"DROP\s+(FUNCTION|VIEW|TABLE|INDEX|TYPE)\s+(?:IF\s+EXISTS\s+)?(.*?)\s*(?:CASCADE\s*)?;", re.S)
+_DROP = re.compile(
+    r"DROP\s+(FUNCTION|VIEW|TABLE|INDEX|TYPE)\s+(?:IF\s+EXISTS\s+)?(.*?)\s*(?:CASCADE\s*)?;", re.S
+)
 
 
 def _classify(s: Statement) -> None:
@@ -228,7 +236,9 @@ class Definition:
         """The statements that (re)create it as it is, comment included."""
         create = self.create.text
         if replace and self.kind in ("function", "trigger"):
-            create = re.sub(r"^CREATE\s+(?:OR\s+REPLACE\s+)?", "CREATE OR REPLACE ", create, flags=re.I)
+            create = re.sub(
+                r"^CREATE\s+(?:OR\s+REPLACE\s+)?", "CREATE OR REPLACE ", create, flags=re.I
+            )
         parts = [create] + [a.text for a in self.alters]
         if self.comment is not None:
             parts.append(self.comment.text)
@@ -269,7 +279,9 @@ def replay(statements: Iterable[tuple[str, Statement]]) -> dict[str, Definition]
             key = f"{s.kind}:{name}"
             if s.action == "create":
                 old = objects.get(key)
-                kept_comment = old.comment if old is not None and s.kind in ("function", "view") else None
+                kept_comment = (
+                    old.comment if old is not None and s.kind in ("function", "view") else None
+                )
                 objects[key] = Definition(s.kind, name, s, comment=kept_comment, source=source)
             elif s.action == "alter" and key in objects and s.kind == "function":
                 objects[key].alters.append(s)
@@ -294,7 +306,9 @@ def schema_objects() -> dict[str, Definition]:
             for name in s.names:
                 key = f"{s.kind}:{name}"
                 if key in seen:
-                    raise ValueError(f"{key} is defined twice in sql/schema ({seen[key]}, {source})")
+                    raise ValueError(
+                        f"{key} is defined twice in sql/schema ({seen[key]}, {source})"
+                    )
                 seen[key] = source
     return replay(_file_statements(schema_files()))
 
@@ -373,9 +387,7 @@ def create_schema(conn: Any) -> None:
 
 # -- the catalog, for comparing databases ---------------------------------------
 
-_NOT_EXTENSION = (
-    "NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.objid = {oid} AND e.deptype = 'e')"
-)
+_NOT_EXTENSION = "NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.objid = {oid} AND e.deptype = 'e')"
 
 
 def catalog(conn: Any) -> list[str]:
@@ -461,8 +473,10 @@ def catalog(conn: Any) -> list[str]:
                     WHERE d.objid = (quote_ident(s.sequencename))::regclass AND d.deptype IN ('a', 'i'))
              FROM pg_sequences s WHERE s.schemaname = 'public' ORDER BY 1"""
     ):
-        out.append(f"sequence {seq[0]} {seq[1]} start {seq[2]} by {seq[3]} [{seq[4]}, {seq[5]}]"
-                   f"{' cycle' if seq[6] else ''} owned by {seq[7]}")
+        out.append(
+            f"sequence {seq[0]} {seq[1]} start {seq[2]} by {seq[3]} [{seq[4]}, {seq[5]}]"
+            f"{' cycle' if seq[6] else ''} owned by {seq[7]}"
+        )
     for signature, definition, config, comment in rows(
         f"""SELECT p.oid::regprocedure::text, pg_get_functiondef(p.oid), p.proconfig,
                    obj_description(p.oid, 'pg_proc')
@@ -485,7 +499,9 @@ def catalog(conn: Any) -> list[str]:
     ]
     out += [
         f"lock stripes {count} ({low}..{high})"
-        for count, low, high in rows("SELECT count(*), min(stripe), max(stripe) FROM dedup_lock_stripes")
+        for count, low, high in rows(
+            "SELECT count(*), min(stripe), max(stripe) FROM dedup_lock_stripes"
+        )
     ]
     return out
 
@@ -621,9 +637,13 @@ def new_revision(message: str, specs: list[str], root: Path = _SOURCE_TREE) -> l
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dedup_pg.schema", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m dedup_pg.schema", description=__doc__.split("\n\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    new = sub.add_parser("new-revision", help="copy changed objects from sql/schema/ into a new revision")
+    new = sub.add_parser(
+        "new-revision", help="copy changed objects from sql/schema/ into a new revision"
+    )
     new.add_argument("message")
     new.add_argument(
         "--objects",
@@ -632,10 +652,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     show = sub.add_parser("show", help="print an object's current definition (sql/schema/)")
     show.add_argument("name")
-    previous = sub.add_parser("previous", help="print what a downgrade of REVISION re-applies for NAME")
+    previous = sub.add_parser(
+        "previous", help="print what a downgrade of REVISION re-applies for NAME"
+    )
     previous.add_argument("revision")
     previous.add_argument("name")
-    freeze_cmd = sub.add_parser("freeze", help="record revisions as released (migrations/checksums.txt)")
+    freeze_cmd = sub.add_parser(
+        "freeze", help="record revisions as released (migrations/checksums.txt)"
+    )
     freeze_cmd.add_argument("revisions", nargs="+")
     args = parser.parse_args(argv)
     if args.command == "new-revision":

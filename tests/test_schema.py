@@ -69,7 +69,9 @@ def revisions() -> list[str]:
 
     config = Config()
     config.set_main_option("script_location", str(database.packaged_dir("migrations")))
-    return [s.revision for s in reversed(list(ScriptDirectory.from_config(config).walk_revisions()))]
+    return [
+        s.revision for s in reversed(list(ScriptDirectory.from_config(config).walk_revisions()))
+    ]
 
 
 def test_schema_files_make_the_database_the_migrations_make(template_dsn):
@@ -78,9 +80,15 @@ def test_schema_files_make_the_database_the_migrations_make(template_dsn):
         database.create_schema(built)
         assert database.current_revision(built) == database.head_revision()
         differences = diff(
-            catalog(migrated), catalog(built), "upgraded through sql/migrations", "built from sql/schema"
+            catalog(migrated),
+            catalog(built),
+            "upgraded through sql/migrations",
+            "built from sql/schema",
         )
-    assert not differences, "sql/schema/ and the migrations disagree:\n" + "\n".join(differences)
+    if differences:
+        pytest.fail(
+            "sql/schema/ and the migrations disagree:\n" + "\n".join(differences), pytrace=False
+        )
 
 
 def test_each_downgrade_restores_the_catalog_before_it(template_dsn):
@@ -109,13 +117,19 @@ def test_each_downgrade_restores_the_catalog_before_it(template_dsn):
                 ]
             database.migrate(dsn, revision)
             previous = revision
-    assert not failures, "downgrades that do not restore the catalog:\n\n" + "\n\n".join(failures)
+    if failures:
+        pytest.fail(
+            "downgrades that do not restore the catalog:\n\n" + "\n\n".join(failures), pytrace=False
+        )
 
 
-@pytest.mark.parametrize(("revision", "spec"), [
-    ("0011", "function:dedup_ingest_semantic"),
-    ("0013", "function:dedup_ingest"),
-])
+@pytest.mark.parametrize(
+    ("revision", "spec"),
+    [
+        ("0011", "function:dedup_ingest_semantic"),
+        ("0013", "function:dedup_ingest"),
+    ],
+)
 def test_previous_definitions_are_what_the_hand_written_downgrades_restore(
     template_dsn, revision, spec
 ):
@@ -131,7 +145,8 @@ def test_previous_definitions_are_what_the_hand_written_downgrades_restore(
             conn.execute(schema.previous_definitions(revision, [spec]))
             conn.commit()
         differences = diff(expected, catalog(dsn), f"at {before}", "restored")
-    assert not differences, "\n".join(differences)
+    if differences:
+        pytest.fail("\n".join(differences), pytrace=False)
 
 
 def test_released_revisions_are_frozen():
@@ -154,7 +169,9 @@ def test_released_revisions_are_frozen():
     on_disk = {p.relative_to(schema._SOURCE_TREE).as_posix() for ps in files.values() for p in ps}
     missing = sorted(set(recorded) - on_disk)
     assert not changed, f"released migration files changed (make a new revision instead): {changed}"
-    assert not unrecorded, f"revisions older than the head are not in migrations/checksums.txt: {unrecorded}"
+    assert not unrecorded, (
+        f"revisions older than the head are not in migrations/checksums.txt: {unrecorded}"
+    )
     assert not missing, f"released migration files are gone: {missing}"
 
 
