@@ -22,6 +22,7 @@ from datetime import date, datetime, timezone
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from . import database, semantic
@@ -31,7 +32,7 @@ from .fingerprint import Fingerprint, content_digest, fingerprint
 from .normalize import DEFAULT_NOISE_PATTERNS, NormalizeOptions
 from .sqlfiles import queries
 from .templates import TemplateCache, TemplateSet
-from .verdicts import Verdict
+from .verdicts import Verdict, VerdictRow
 
 _log = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = 500
@@ -260,18 +261,17 @@ class Deduper:
             else []
         )
         for row in rows:
-            pos = row[0]
-            results[pos] = Verdict(
-                id=ids[pos],
-                verdict=row[1],
-                layer=row[2],
-                doc_id=row[3],
-                matched_doc_id=row[4],
-                matched_id=row[5],
-                score=row[6],
-                distance=row[7],
-                candidate_id=row[8],
-                error=row[9] if len(row) > 9 else None,
+            results[row.pos] = Verdict(
+                id=ids[row.pos],
+                verdict=row.verdict,
+                layer=row.layer,
+                doc_id=row.doc_id,
+                matched_doc_id=row.matched_doc_id,
+                matched_id=row.matched_external_id,
+                score=row.score,
+                distance=row.distance,
+                candidate_id=row.candidate_id,
+                error=row.error,
             )
         self.times.prepare += prepared.seconds
         self.times.sql += time.perf_counter() - started
@@ -288,7 +288,7 @@ class Deduper:
         dry_run: bool,
         overrides: dict[str, Any],
         embedded: semantic.Embedded | None = None,
-    ) -> list[tuple[Any, ...]]:
+    ) -> list[VerdictRow]:
         """One transaction: record input errors, then dedup_ingest over the batch.
 
         If the batch as a whole fails on the server (a value PostgreSQL rejects),
@@ -310,9 +310,10 @@ class Deduper:
                         "dry_run": dry_run,
                         "overrides": Jsonb(overrides),
                     }
-                    rows = self.conn.execute(sql, params).fetchall()
-                    if not any(r[9] for r in rows):
-                        return [r[:9] for r in rows]
+                    with self.conn.cursor(row_factory=class_row(VerdictRow)) as cur:
+                        rows = cur.execute(sql, params).fetchall()
+                    if not any(r.embed for r in rows):
+                        return rows
                     layer = self.semantic_layer()
                     before = layer.seconds
                     try:
@@ -342,7 +343,7 @@ class Deduper:
             ) as exc:
                 if len(payload) == 1 and not errors:
                     message = f"rejected by PostgreSQL: {exc}".strip()
-                    return [(payload[0]["pos"], "error", *([None] * 7), message)]
+                    return [VerdictRow(payload[0]["pos"], "error", error=message)]
                 _log.warning("batch rejected by the server (%s); retrying item by item", exc)
                 return self._call_one_by_one(payload, errors, dry_run, overrides, embedded)
         raise AssertionError("unreachable")
@@ -354,12 +355,12 @@ class Deduper:
         dry_run: bool,
         overrides: dict[str, Any],
         embedded: semantic.Embedded | None = None,
-    ) -> list[tuple[Any, ...]]:
+    ) -> list[VerdictRow]:
         """Isolate the item the server rejects: one transaction per item."""
         if errors:
             with self.conn.transaction(), self.conn.cursor() as cur:
                 cur.executemany(queries()["record_error"], errors)
-        rows: list[tuple[Any, ...]] = []
+        rows: list[VerdictRow] = []
         for item in payload:
             rows.extend(self._call([item], [], dry_run, overrides, embedded))
         return rows
