@@ -56,7 +56,7 @@ SEMANTIC_PRESETS: dict[str, dict[str, float]] = {
     "product": {"duplicate": 0.90, "review": 0.86},
     "comment": {"duplicate": 0.88, "review": 0.82},
 }
-#: The shipped SimHash and containment settings (sql/0001_schema.sql).
+#: The shipped SimHash and containment settings (sql/schema/10_settings.sql).
 SIMHASH_PRESET = {"duplicate": 3, "review": 6}
 CONTAINMENT_PRESET = {"duplicate": 0.8, "review": 0.5}
 #: The SimHash band layout finds every fingerprint within 3 bits by exact band
