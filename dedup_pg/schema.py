@@ -571,8 +571,8 @@ down_revision = "{down_revision}"
 branch_labels = None
 depends_on = None
 
-#: Objects this revision takes from sql/schema/ (their full definitions are in
-#: {sql_name}); the downgrade re-applies each one's previous definition.
+#: Objects this revision takes from sql/schema/ (their definitions are in its
+#: SQL file); the downgrade re-applies each one's previous definition.
 OBJECTS = {objects}
 
 
@@ -581,7 +581,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    # Undo the hand-written part of {sql_name} here (before or after the
+    # Undo the hand-written part of the SQL file here (before or after the
     # definitions, as the dependencies need).
     op.execute(previous_definitions(revision, OBJECTS))
 '''
@@ -628,7 +628,7 @@ def new_revision(message: str, specs: list[str], root: Path = _SOURCE_TREE) -> l
             revision=revision,
             down_revision=head,
             sql_name=sql_path.name,
-            objects=repr([d.key for d in definitions]),
+            objects="[" + ", ".join(f'"{d.key}"' for d in definitions) + "]",
         ),
         encoding="utf-8",
     )
