@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from .errors import InputError  # raised here; imported from here by callers
+
 FIELDS = ("id", "title", "body", "url", "source", "seen_at", "published_at", "content_type")
 #: Longest id and source, in UTF-8 bytes: ids are in a btree index, whose rows
 #: PostgreSQL caps at ~2,700 bytes ("index row requires N bytes").
@@ -23,28 +25,6 @@ DEFAULT_SEEN_AT_FUTURE_HOURS = 24
 DEFAULT_SEEN_AT_PAST_DAYS = 30
 #: ``html`` (a page, as str or bytes) may stand in for ``body``: its main text
 #: (and title, when none is given) is extracted (dedup_pg.pages, extra ``html``).
-
-
-class InputError(ValueError):
-    """One input item cannot be ingested; the message says why.
-
-    item_id: how to name the item in reports (its id, or "line N").
-    raw: the bytes received, kept in ``ingest_errors`` so nothing is lost.
-    """
-
-    def __init__(
-        self, message: str, *, item_id: str | None = None, raw: bytes | None = None
-    ) -> None:
-        super().__init__(message)
-        self.item_id = item_id
-        self.raw = raw
-
-    def __reduce__(self) -> tuple[Any, ...]:  # keep item_id and raw across processes
-        return (_rebuild_input_error, (str(self), self.item_id, self.raw))
-
-
-def _rebuild_input_error(message: str, item_id: str | None, raw: bytes | None) -> InputError:
-    return InputError(message, item_id=item_id, raw=raw)
 
 
 @dataclass(frozen=True)
