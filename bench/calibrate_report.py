@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
-from common import DATA, ROOT, Report, engine_revision, log, read_jsonl
+from common import DATA, ROOT, Report, allow_backfill, engine_revision, log, read_jsonl
 
 from dedup_pg import Deduper, database
 from dedup_pg import calibrate as cb
@@ -250,6 +250,7 @@ def main() -> int:
         out()
         stream, labels = news_stream(args.news_stream, rng)
         with Deduper(fresh_db(admin_dsn)) as dd:
+            allow_backfill(dd)
             verdicts = list(dd.ingest_many(stream))
             counts: dict[str, int] = {}
             for v in verdicts:
@@ -282,6 +283,7 @@ def main() -> int:
             for r in rows
         ]
         with Deduper(fresh_db(admin_dsn)) as dd:
+            allow_backfill(dd)
             counts = {}
             for v in dd.ingest_many(docs):
                 key = v.verdict if v.verdict != "duplicate" else f"duplicate/{v.layer}"
@@ -308,6 +310,7 @@ def main() -> int:
             pairs = read_jsonl(DATA / "pairs" / f"{name}.jsonl")
             rng.shuffle(pairs)
             with Deduper(fresh_db(admin_dsn)) as dd:
+                allow_backfill(dd)
                 labelled_check(out, name, dd, pairs[: args.pairs], embedder, strategy)
         out(f"Total {time.time() - started:.0f} s.")
     finally:

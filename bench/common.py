@@ -123,3 +123,12 @@ def verdict_label(v: object) -> str:
     """``verdict/layer`` of a Verdict, for counting outcomes."""
     verdict, layer = v.verdict, v.layer  # type: ignore[attr-defined]
     return f"{verdict}/{layer}" if layer else verdict
+
+
+def allow_backfill(dd, future_hours: float | None = None) -> None:
+    """Accept any past seen_at in ``dd``'s database: the corpus is replayed at
+    fixed past dates (2018, 2024), which the default seen_at window refuses;
+    ``future_hours``: a calendar that runs ahead of the clock, too."""
+    dd.set_setting("seen_at_past_days", 0)
+    if future_hours is not None:
+        dd.set_setting("seen_at_future_hours", future_hours)

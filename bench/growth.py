@@ -131,7 +131,15 @@ warnings.filterwarnings("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is 
 
 import psutil  # noqa: E402
 from common import DATA as SHARED_DATA  # noqa: E402
-from common import ROOT, cpu_model, engine_revision, log, pct, verdict_label  # noqa: E402
+from common import (  # noqa: E402
+    ROOT,
+    allow_backfill,
+    cpu_model,
+    engine_revision,
+    log,
+    pct,
+    verdict_label,
+)
 
 import dedup_pg  # noqa: E402
 from dedup_pg import Deduper, database  # noqa: E402
@@ -1769,6 +1777,7 @@ def main() -> None:
 
             embedder = Usem3Embedder()
         dd = Deduper(home=home, batch_size=args.batch_size, embedder=embedder)
+        allow_backfill(dd, future_hours=24 * 8)  # the two-week calendar ends days ahead
         if embedder is not None:
             semantic.register_model(dd.conn, embedder.name, embedder=embedder)
             semantic.activate_model(dd.conn, embedder.name)

@@ -62,7 +62,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from common import DATA, ROOT, Report, engine_revision, read_jsonl
+from common import DATA, ROOT, Report, allow_backfill, engine_revision, read_jsonl
 
 from dedup_pg import Deduper, database
 from dedup_pg.fingerprint import Fingerprint, fingerprint
@@ -595,6 +595,7 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(tempfile.mkdtemp(prefix="dedup-quality-"))
     try:
         dd = Deduper(home=home / "main")
+        allow_backfill(dd)
         settings = dd.conn.execute(
             "SELECT name, value FROM dedup_settings ORDER BY name"
         ).fetchall()
@@ -672,6 +673,7 @@ def main(argv: list[str] | None = None) -> int:
         # 4. recrawl pairs, in a separate fresh database
         pairs = read_jsonl(DATA / "pairs" / "sina2018_recrawl.jsonl")
         dd2 = Deduper(home=home / "recrawl")
+        allow_backfill(dd2)
         rclock = Clock()
         a_items = [
             {
@@ -710,6 +712,7 @@ def main(argv: list[str] | None = None) -> int:
         # containment check of every later page on their own.
         if probe:
             dd3 = Deduper(home=home / "probe")
+            allow_backfill(dd3)
             pclock = Clock()
             short_page = {
                 "id": "short-gallery-page" + TEMPLATE_SUFFIX,

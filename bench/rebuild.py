@@ -26,7 +26,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import psycopg
-from common import DATA, Report, engine_revision, log, read_jsonl
+from common import DATA, Report, allow_backfill, engine_revision, log, read_jsonl
 
 from dedup_pg import Deduper, database
 from dedup_pg import rebuild as rb
@@ -90,17 +90,22 @@ def main() -> None:
 
     log("streaming")
     with Deduper(dsns["bench_stream"]) as dd:
+        allow_backfill(dd)
         t = time.perf_counter()
         verdicts = list(dd.ingest_many(docs))
         stream_s = time.perf_counter() - t
         stream_state = state(dd.conn)
     log("rebuild")
     with Deduper(dsns["bench_rebuild"]) as dd:
+        allow_backfill(dd)
         t = time.perf_counter()
         rows = []
         for start in range(0, len(docs), 500):
             rows += prepare_batch(
-                docs[start : start + 500], options=dd.options, max_chars=dd.max_chars
+                docs[start : start + 500],
+                options=dd.options,
+                max_chars=dd.max_chars,
+                window=dd.window,
             ).rows
         fp_s = time.perf_counter() - t
         t = time.perf_counter()

@@ -71,6 +71,7 @@ from common import (
     DATA,
     ROOT,
     Report,
+    allow_backfill,
     cpu_model,
     distinct_pool,
     engine_revision,
@@ -390,6 +391,7 @@ def run_engine(
     dsn = fresh_dsn(base, db)
     try:
         dd = Deduper(dsn, batch_size=batch, thresholds=thresholds, embedder=embedder)
+        allow_backfill(dd)
         if mode != "off":
             assert embedder is not None
             semantic.register_model(dd.conn, embedder.name, embedder=embedder)

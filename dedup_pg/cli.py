@@ -906,10 +906,7 @@ def rebuild(
                 if item is not None:
                     batch.append(item)
                 if len(batch) >= batch_size or (item is None and batch):
-                    prepared = prepare_batch(
-                        batch, options=dd.options, max_chars=dd.max_chars,
-                        templates=dd.templates.current(), extractor=dd.extractor,
-                    )  # fmt: skip
+                    prepared = prepare_batch(batch, **dd._prepare_args())
                     if prepared.errors:
                         with dd.conn.transaction(), dd.conn.cursor() as cur:
                             cur.executemany(

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal, NamedTuple
 
 VerdictKind = Literal["new", "duplicate", "review", "error"]
-Layer = Literal["exact", "simhash", "containment", "minhash", "semantic"]
+Layer = Literal["exact", "simhash", "containment", "minhash", "semantic", "redelivery"]
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,11 @@ class Verdict:
     verdict: ``new`` (stored), ``duplicate`` (not stored as a document; recorded
         as a sighting, and near duplicates in ``duplicate_candidates``),
         ``review`` (stored, and queued for a person), ``error`` (bad input).
-    layer: which check decided a duplicate or review.
+    layer: which check decided a duplicate or review; ``redelivery`` for a
+        duplicate that is this very item again (same source, id and text, as
+        after a crawler's restart): already stored as ``doc_id``, or already
+        recorded as ``candidate_id`` against ``matched_doc_id``; nothing is
+        recorded again, so it is counted once.
     matched_id / matched_doc_id: the matched document's input id / its doc_id.
     score: 1.0 for exact; 1 - distance/64 for SimHash; the share of clauses
         for containment; the estimated Jaccard of character 5-grams for MinHash;

@@ -107,3 +107,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     if os.environ.get("CI") and report.skipped:
         report.outcome = "failed"
         report.longrepr = f"skipped in CI, where everything must run: {report.longrepr}"
+
+
+def allow_backfill(dsn: str) -> None:
+    """Accept any past seen_at in this database (tests that replay fixed dates:
+    a backfill, for the seen_at window)."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute("UPDATE dedup_settings SET value = '0' WHERE name = 'seen_at_past_days'")

@@ -135,16 +135,18 @@ def test_later_items_in_a_batch_are_checked_against_earlier_ones(dd, sina):
 
 
 def test_look_back_window(dd, sina):
-    a = _article(sina, 30)
+    dd.set_setting("seen_at_past_days", 0)  # a backfill of two months
+    a = {**_article(sina, 30), "seen_at": T0 - timedelta(days=60)}
     dd.ingest(a)
-    late = {**a, "id": "a-month-later", "seen_at": T0 + timedelta(days=30)}
+    late = {**a, "id": "a-month-later", "seen_at": T0 - timedelta(days=30)}
     assert dd.ingest(late).verdict == "new"  # outside the 7-day window
     dd.set_setting("window_days", 0)  # 0 = all history
-    again = {**a, "id": "two-months-later", "seen_at": T0 + timedelta(days=60)}
+    again = {**a, "id": "two-months-later", "seen_at": T0}
     assert dd.ingest(again).verdict == "duplicate"
 
 
 def test_day_partitions_are_created_on_demand(dd, sina):
+    dd.set_setting("seen_at_past_days", 0)  # a backfill
     day = datetime(2026, 3, 14, 23, 30, tzinfo=timezone.utc)
     dd.ingest({**_article(sina, 40), "seen_at": day})
     for name in (

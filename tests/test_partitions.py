@@ -36,6 +36,7 @@ def test_ensure_creates_every_table_days_ahead(dd):
 
 
 def test_drop_old_days_keeps_the_window_and_ingest_runs_meanwhile(dd, dsn, sina):
+    dd.set_setting("seen_at_past_days", 0)  # days 40+ back: a backfill
     old = [
         {**{k: a[k] for k in ("id", "title", "body")}, "seen_at": NOW - timedelta(days=40 + i)}
         for i, a in enumerate(sina[:3])

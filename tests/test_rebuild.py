@@ -4,6 +4,7 @@ re-fingerprinting in place, on real Sina articles with generated copies."""
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 
 import psycopg
@@ -19,9 +20,22 @@ from dedup_pg.facts import disagree
 from dedup_pg.fingerprint import fingerprint
 from dedup_pg.simhash import to_signed
 
-from conftest import fresh_database
+from conftest import allow_backfill, fresh_database
 
 T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
+
+
+@pytest.fixture(autouse=True)
+def _backfill(dsn):
+    allow_backfill(dsn)  # the corpus is replayed at fixed 2024 dates
+
+
+@contextmanager
+def backfilled(template_dsn):
+    """Another fresh database, taking the 2024 dates too."""
+    with fresh_database(template_dsn) as other:
+        allow_backfill(other)
+        yield other
 
 
 def corpus(sina: list[dict], n: int = 200, shift_days: int = 1) -> list[dict]:
@@ -80,7 +94,7 @@ def test_rebuild_of_a_bulk_loaded_corpus_agrees_with_streaming_ingest(
 
     src = tmp_path / "corpus.jsonl"
     src.write_text("\n".join(json.dumps(d, ensure_ascii=False) for d in docs), encoding="utf-8")
-    with fresh_database(template_dsn) as other:
+    with backfilled(template_dsn) as other:
         runner = CliRunner()
         dry = runner.invoke(main, ["rebuild", "--dsn", other, "--dry-run"])
         assert dry.exit_code == 0 and "0 documents read" in dry.output
@@ -282,12 +296,15 @@ def test_rebuild_sends_a_template_pair_to_review_as_streaming_does(dd, template_
          "seen_at": (T0 + timedelta(minutes=i)).isoformat()}
         for i, a in enumerate([by_id["sina18-ab758ed17a64"], by_id["sina18-78113133d36c"]])
     ]  # fmt: skip
-    with fresh_database(template_dsn) as other, Deduper(other) as streaming:
+    with backfilled(template_dsn) as other, Deduper(other) as streaming:
         verdicts = list(streaming.ingest_many(docs))
         assert verdicts[1].verdict == "review"
         streamed = candidates(streaming.conn)
 
-    rb.load_rows(dd.conn, prepare_batch(docs, options=dd.options, max_chars=dd.max_chars).rows)
+    rb.load_rows(
+        dd.conn,
+        prepare_batch(docs, options=dd.options, max_chars=dd.max_chars, window=dd.window).rows,
+    )
     unchecked = rb.rebuild(
         dd.conn, options=dd.options, dry_run=True, overrides={"facts_disagreement_share": None}
     )
@@ -374,14 +391,17 @@ def test_rebuild_applies_the_added_facts_rule_and_its_recrawl_exception(dd, temp
          "seen_at": at[4]},
         {"id": "quoting", **early[1], "seen_at": at[5]},
     ]  # fmt: skip
-    with fresh_database(template_dsn) as other, Deduper(other) as streaming:
+    with backfilled(template_dsn) as other, Deduper(other) as streaming:
         verdicts = {v.id: (v.verdict, v.matched_id) for v in streaming.ingest_many(docs)}
         streamed = candidates(streaming.conn)
     assert verdicts["commentary"] == ("review", "quoted")
     assert verdicts["recrawl"] == ("duplicate", "truncated")
     assert verdicts["quoting"] == ("review", "speech")
 
-    rb.load_rows(dd.conn, prepare_batch(docs, options=dd.options, max_chars=dd.max_chars).rows)
+    rb.load_rows(
+        dd.conn,
+        prepare_batch(docs, options=dd.options, max_chars=dd.max_chars, window=dd.window).rows,
+    )
     rb.rebuild(dd.conn, options=dd.options)
     assert candidates(dd.conn) == streamed
     assert {k: v[1] for k, v in streamed.items()} == {

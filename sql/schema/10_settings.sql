@@ -83,6 +83,12 @@ INSERT INTO dedup_settings (name, value, description) VALUES
   'regular expressions removed before fingerprinting; null = the built-in list (dedup_pg.normalize.DEFAULT_NOISE_PATTERNS), [] = none'),
  ('max_chars', '1000000',
   'documents longer than this (title + body, characters) are rejected with an error'),
+ -- the accepted seen_at window (read by Python: dedup_pg.documents.SeenAtWindow);
+ -- every accepted day gets partitions, so absurd times are errors, not tables
+ ('seen_at_future_hours', '24',
+  'a seen_at more than this many hours after the time of the check is rejected with an error (clock skew, a local time read as UTC)'),
+ ('seen_at_past_days', '30',
+  'a seen_at more than this many days before the time of the check is rejected with an error; raise it for a backfill; 0 = no limit'),
  ('script_folding', 'null',
   'fold Chinese script variants before fingerprinting: null = off, "t2s" (traditional to simplified characters), "tw2sp"/"hk2s" (with Taiwan/Hong Kong phrases); changes fingerprints'),
  ('html_extractor', 'null',

@@ -97,6 +97,8 @@ RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
+    v_again bigint;
+    v_review_id bigint;
     v_model embedding_models;
     v_by_source jsonb := '{}';
     v_settings jsonb;
@@ -233,7 +235,20 @@ BEGIN
             matched_doc_id := v_best.doc_id; doc_id := NULL;
             SELECT d.external_id INTO matched_external_id
               FROM documents d WHERE d.doc_id = v_best.doc_id AND d.seen_at = v_best.seen_at;
-            IF NOT p_dry_run THEN
+            v_again := dedup_redelivered(v_json ->> 'external_id', v_json ->> 'source', v_sha1,
+                                         v_best.doc_id, v_lo, v_hi);
+            IF v_again IS NOT NULL THEN
+                -- a re-delivery (60_ingest.sql): recorded as this duplicate
+                -- before; what the hash layers stored of it just now goes
+                layer := 'redelivery';
+                IF NOT p_dry_run THEN
+                    v_review_id := candidate_id;  -- the hash layers' review of it, if any
+                    DELETE FROM document_sightings s WHERE s.doc_id = v_doc_id AND s.seen_at = v_seen_at;
+                    DELETE FROM duplicate_candidates c WHERE c.candidate_id = v_review_id;
+                    PERFORM dedup_remove_document(v_doc_id, v_seen_at);
+                END IF;
+                candidate_id := v_again;
+            ELSIF NOT p_dry_run THEN
                 candidate_id := dedup_demote_document(v_doc_id, v_seen_at, candidate_id, v_best.doc_id,
                                                       v_best.seen_at, 'semantic', v_best.cos, v_thresholds);
             END IF;

@@ -90,6 +90,28 @@ BEGIN
     RETURN v_id;
 END $$;
 
+-- Re-delivery: the same item (its source, its id and its text) arriving again,
+-- as when a crawler restarts after a crash and sends what was committed. Its
+-- earlier arrival was recorded as a duplicate of p_matched_doc_id: that
+-- candidate's id, or NULL. Asked only once a layer has matched the item to
+-- p_matched_doc_id, so it costs nothing for new texts; the candidates of one
+-- matched document are few (an index probe, pruned to the window's days).
+-- Items without an id are never re-deliveries: the same text again from the
+-- same source is a repost, and counted.
+CREATE FUNCTION dedup_redelivered(
+    p_external_id text, p_source text, p_sha1 bytea, p_matched_doc_id bigint,
+    p_lo timestamptz, p_hi timestamptz)
+RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT c.candidate_id FROM duplicate_candidates c
+     WHERE p_external_id IS NOT NULL
+       AND c.matched_doc_id = p_matched_doc_id AND c.seen_at BETWEEN p_lo AND p_hi
+       AND c.external_id = p_external_id AND c.source IS NOT DISTINCT FROM p_source
+       AND c.content_sha1 = p_sha1
+     ORDER BY c.candidate_id
+     LIMIT 1
+$$;
+
 -- Turn a document stored earlier in this transaction back into a duplicate
 -- candidate of p_matched_doc_id: the semantic layer's verdict came after the
 -- hash layers stored it. What the batch already matched to it (exact copies,
@@ -203,6 +225,7 @@ DECLARE
     r_doc_id bigint; r_seen_at timestamptz; r_ext text; r_layer text; r_score double precision; r_dist integer;
     v_doc_id bigint;
     v_matched_body text;
+    v_m_source text;
     v_clauses bigint[];
     v_thresholds jsonb;
     v_by_source jsonb := '{}';
@@ -341,10 +364,24 @@ BEGIN
                 SELECT g.doc_id, g.seen_at INTO matched_doc_id, m_seen_at
                   FROM document_digests g WHERE g.content_sha1 = v_sha1;
                 -- by key: one partition (a join would set up a scan of each)
-                SELECT d.external_id, d.body INTO matched_external_id, v_matched_body
+                SELECT d.external_id, d.body, d.source INTO matched_external_id, v_matched_body, v_m_source
                   FROM documents d WHERE d.doc_id = matched_doc_id AND d.seen_at = m_seen_at;
                 verdict := 'duplicate'; layer := 'exact'; score := 1.0; distance := 0;
-                IF NOT p_dry_run THEN
+                -- Re-delivery (dedup_redelivered): this very item is the stored
+                -- document, or was recorded as a copy of it. Answered as such,
+                -- and nothing is recorded: it is counted once.
+                IF it.external_id IS NOT NULL THEN
+                    IF matched_external_id = it.external_id AND v_m_source IS NOT DISTINCT FROM it.source THEN
+                        layer := 'redelivery'; doc_id := matched_doc_id;
+                    ELSE
+                        candidate_id := dedup_redelivered(it.external_id, it.source, v_sha1,
+                                                          matched_doc_id, v_lo, v_hi);
+                        IF candidate_id IS NOT NULL THEN
+                            layer := 'redelivery';
+                        END IF;
+                    END IF;
+                END IF;
+                IF NOT p_dry_run AND layer = 'exact' THEN
                     candidate_id := dedup_record_candidate(
                         it, 'auto', 'exact', NULL, matched_doc_id, m_seen_at, v_matched_body,
                         1.0, 0, v_thresholds);
@@ -538,10 +575,16 @@ BEGIN
             -- Near duplicate: not stored as a document; kept in full as a candidate.
             verdict := 'duplicate'; layer := m_layer; score := m_score; distance := m_dist;
             matched_doc_id := m_doc_id; matched_external_id := m_ext;
+            candidate_id := dedup_redelivered(it.external_id, it.source, v_sha1, m_doc_id, v_lo, v_hi);
+            IF candidate_id IS NOT NULL THEN
+                layer := 'redelivery';  -- recorded as this duplicate before: nothing more
+            END IF;
             IF NOT p_dry_run THEN
                 DELETE FROM document_digests g WHERE g.content_sha1 = v_sha1 AND g.doc_id = v_doc_id;
-                candidate_id := dedup_record_candidate(
-                    it, 'auto', m_layer, NULL, m_doc_id, m_seen_at, NULL, m_score, m_dist, v_thresholds);
+                IF candidate_id IS NULL THEN
+                    candidate_id := dedup_record_candidate(
+                        it, 'auto', m_layer, NULL, m_doc_id, m_seen_at, NULL, m_score, m_dist, v_thresholds);
+                END IF;
             END IF;
             RETURN NEXT;
             CONTINUE;
