@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import os
 import subprocess
@@ -21,13 +22,17 @@ import click
 import psycopg
 
 from . import database
-from .deduper import DEFAULT_BATCH_SIZE, Deduper
-from .documents import InputError, parse_jsonl_line
+from .deduper import DEFAULT_BATCH_SIZE, DEFAULT_RETRIES, Deduper
+from .documents import InputError, Line, parse_jsonl_line
 from .metrics import prometheus_text
 from .sqlfiles import queries
 from .verdicts import Verdict
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: ``dedup-pg ingest`` exit codes (2 is a usage error, as for every command).
+EXIT_ALL_INGESTED = 0
+EXIT_STOPPED = 1  # a database fault outlasted the retries; committed batches stay
+EXIT_SOME_REJECTED = 3  # the stream went through; some items got an error verdict
 
 
 def _database_options(func: F) -> F:
@@ -52,6 +57,9 @@ def _database_options(func: F) -> F:
             return func(*args, **kwargs)
         except (database.DatabaseError, InputError, KeyError, ValueError) as exc:
             raise click.ClickException(str(exc).strip("'\"")) from exc
+        except psycopg.Error as exc:  # one line, not a traceback
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise click.ClickException(f"database error: {first}") from exc
 
     return wrapper  # type: ignore[return-value]
 
@@ -76,12 +84,15 @@ def init(dsn: str | None, home: str | None) -> None:
         click.echo(f"database ready at revision {revision}: {_redact(dd.dsn)}")
 
 
-def _read_jsonl(stream: IO[bytes]) -> Iterator[dict[str, Any] | InputError]:
+def _read_jsonl(stream: IO[bytes]) -> Iterator[Line | InputError]:
+    """One item per non-blank line: the object with its line number and bytes,
+    or the reason it cannot be read (reported as that line's verdict)."""
     for lineno, line in enumerate(stream, 1):
         if not line.strip():
             continue
+        line = line.rstrip(b"\r\n")
         try:
-            yield parse_jsonl_line(line, lineno)
+            yield Line(parse_jsonl_line(line, lineno), f"line {lineno}", line)
         except InputError as exc:
             yield exc
 
@@ -114,9 +125,7 @@ def _verdict_line(v: Verdict) -> str:
     )
 
 
-def _input_items(
-    path: str, stack: contextlib.ExitStack
-) -> tuple[Iterator[dict[str, Any] | InputError], int | None]:
+def _input_items(path: str, stack: contextlib.ExitStack) -> tuple[Iterator[Any], int | None]:
     """Items and their count (None: unknown) from JSONL ('-': stdin), a folder
     of .html files or a WARC file."""
     if path == "-":
@@ -136,9 +145,16 @@ def _input_items(
 @click.argument("file", type=click.Path(exists=True, allow_dash=True))
 @click.option(
     "--out",
-    "out",
-    type=click.File("w", encoding="utf-8"),
-    help="Write one JSON verdict per input line here ('-' for stdout).",
+    "out_path",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Write one JSON verdict per input item here ('-' for stdout), flushed "
+    "after each committed batch.",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue a run that stopped: skip as many items as --out FILE already "
+    "holds verdicts for, and append to it.",
 )
 @click.option(
     "--batch-size",
@@ -159,14 +175,26 @@ def _input_items(
     help="Processes that fingerprint ahead of the database (0: one thread).",
 )
 @click.option(
+    "--retries",
+    default=DEFAULT_RETRIES,
+    show_default=True,
+    type=click.IntRange(0, 100),
+    envvar="DEDUP_PG_RETRIES",
+    show_envvar=True,
+    help="Times a batch is tried again after a transient fault (lock or statement "
+    "timeout, serialization failure, lost connection), with a growing pause.",
+)
+@click.option(
     "--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)."
 )
 @_database_options
 def ingest(
     file: str,
-    out: IO[str] | None,
+    out_path: str | None,
+    resume: bool,
     batch_size: int,
     workers: int,
+    retries: int,
     progress: bool | None,
     dsn: str | None,
     home: str | None,
@@ -178,30 +206,79 @@ def ingest(
     "published_at"}; only body (or html, a page) is required. Pages get their
     main text extracted (extra 'html'); a folder's file paths are the ids and its
     subfolders the sources; a WARC's URLs are the ids and their hosts the
-    sources. Bad items are reported and the rest ingested.
+    sources. Every non-blank line gets one verdict; a bad line gets an error
+    verdict naming the line and the field, is kept in ingest_errors, and the
+    rest are ingested.
+
+    Exit status: 0 all ingested, 3 some items rejected (error verdicts),
+    1 stopped by a database fault that outlasted the retries (the batches
+    before it are committed, and their verdicts written), 2 a usage error.
     """
     counts: dict[str, int] = {}
     show = sys.stderr.isatty() if progress is None else progress
-    with _open(dsn, home, batch_size=batch_size) as dd, contextlib.ExitStack() as stack:
+    skip = _resume_point(out_path) if resume else 0
+    stopped: Exception | None = None
+    with contextlib.ExitStack() as stack:
+        out = _open_out(out_path, append=resume, stack=stack)
+        dd = stack.enter_context(_open(dsn, home, batch_size=batch_size, retries=retries))
         from tqdm import tqdm
 
         items, total = _input_items(file, stack)
+        if skip:
+            items = itertools.islice(items, skip, None)
+            total = None if total is None else max(total - skip, 0)
+            click.echo(f"resuming after {skip} items already in {out_path}", err=True)
         bar = tqdm(unit="doc", disable=not show, file=sys.stderr, total=total if show else None)
-        for verdict in dd.ingest_many(items, workers=workers):
-            key = (
-                verdict.verdict if verdict.verdict != "duplicate" else f"duplicate/{verdict.layer}"
-            )
-            counts[key] = counts.get(key, 0) + 1
-            if out is not None:
-                out.write(_verdict_line(verdict) + "\n")
-            if verdict.verdict == "error" and out is None:
-                click.echo(f"error: {verdict.id or '-'}: {verdict.error}", err=True)
-            bar.update(1)
+        try:
+            for verdicts in dd.ingest_batches(items, workers=workers):
+                for verdict in verdicts:
+                    key = verdict.verdict
+                    if key == "duplicate":
+                        key = f"duplicate/{verdict.layer}"
+                    counts[key] = counts.get(key, 0) + 1
+                    if out is not None:
+                        out.write(_verdict_line(verdict) + "\n")
+                    elif verdict.verdict == "error":
+                        click.echo(f"error: {verdict.id or '-'}: {verdict.error}", err=True)
+                if out is not None:
+                    out.flush()  # what is in the file is committed
+                bar.update(len(verdicts))
+        except (database.DatabaseError, psycopg.Error) as exc:
+            stopped = exc
         bar.close()
-    total = sum(counts.values())
+    done = sum(counts.values())
     click.echo(
-        f"{total} documents: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), err=True
+        f"{done} documents: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), err=True
     )
+    if stopped is not None:
+        first = (str(stopped).strip().splitlines() or [type(stopped).__name__])[0]
+        click.echo(f"Error: stopped after {skip + done} items: {first}", err=True)
+        sys.exit(EXIT_STOPPED)
+    if counts.get("error"):
+        sys.exit(EXIT_SOME_REJECTED)
+
+
+def _open_out(path: str | None, *, append: bool, stack: contextlib.ExitStack) -> IO[str] | None:
+    if path is None:
+        return None
+    if path == "-":
+        return sys.stdout
+    return stack.enter_context(open(path, "a" if append else "w", encoding="utf-8"))
+
+
+def _resume_point(out_path: str | None) -> int:
+    """Verdicts already in ``out_path`` (complete lines; a torn last line from
+    a killed run is cut off, its batch is checked again)."""
+    if out_path is None or out_path == "-":
+        raise click.UsageError("--resume needs --out FILE")
+    if not os.path.exists(out_path):
+        return 0
+    with open(out_path, "rb+") as fh:
+        data = fh.read()
+        keep = data.rfind(b"\n") + 1
+        if keep < len(data):
+            fh.truncate(keep)
+    return data[:keep].count(b"\n")
 
 
 @main.command()
@@ -270,8 +347,10 @@ def stats(fmt: str, dsn: str | None, home: str | None) -> None:
     click.echo(_table(names, [[str(r[0]), r[1] or "(none)", *r[2:]] for r in rows]))
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> str:
-    cells = [header] + [[str(c) for c in row] for row in rows]
+def _table(header: list[str], rows: list[list[Any]], max_cell: int = 40) -> str:
+    """Rows as aligned text; a cell longer than ``max_cell`` characters (a
+    crawled source name can be anything) is cut with an ellipsis."""
+    cells = [header] + [[_cut(str(c), max_cell) for c in row] for row in rows]
     widths = [max(_width(row[i]) for row in cells) for i in range(len(header))]
     lines = [
         "  ".join(c + " " * (w - _width(c)) for c, w in zip(row, widths, strict=True)).rstrip()
@@ -279,6 +358,10 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _width(text: str) -> int:

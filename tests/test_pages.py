@@ -89,7 +89,7 @@ def test_mojibake_is_repaired_and_garbage_rejected(sina):
 
 
 def test_a_missing_extra_is_named():
-    with pytest.raises(InputError, match=r"dedup-pg\[html\]"):
+    with pytest.raises(InputError, match=r"pg-text-dedup\[html\]"):
         pages._need("dedup_pg_no_such_module")
 
 
