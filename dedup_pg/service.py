@@ -124,7 +124,10 @@ class _Pool:
         dd = self._free.get()
         try:
             if dd.conn.closed or dd.conn.broken:
-                dd = Deduper(dd.dsn, migrate=False)
+                fresh = Deduper(dd.dsn, migrate=False)
+                dd.close()  # frees the broken connection's resources
+                self._all[self._all.index(dd)] = fresh  # what close() closes
+                dd = fresh
             yield dd
         finally:
             self._free.put(dd)

@@ -263,3 +263,18 @@ def test_checked_in_openapi_schema_is_current():
     current = json.loads(json.dumps(create_app("postgresql://unused").openapi(), sort_keys=True))
     checked_in = json.loads((REPO / "docs" / "openapi.json").read_text(encoding="utf-8"))
     assert current == checked_in, "regenerate: dedup-pg serve --openapi > docs/openapi.json"
+
+
+def test_pool_replaces_a_broken_connection_and_keeps_its_size(dsn):
+    from dedup_pg.service import _Pool
+
+    pool = _Pool(dsn, 2)
+    try:
+        first = pool._all[0]
+        first.conn.close()
+        with pool.deduper() as dd:
+            assert dd is not first and dd.conn.execute("SELECT 1").fetchone() == (1,)
+        assert len(pool._all) == 2 and first not in pool._all and dd in pool._all
+    finally:
+        pool.close()
+    assert all(d.conn.closed for d in pool._all)
