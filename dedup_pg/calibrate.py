@@ -56,9 +56,9 @@ SEMANTIC_PRESETS: dict[str, dict[str, float]] = {
     "product": {"duplicate": 0.90, "review": 0.86},
     "comment": {"duplicate": 0.88, "review": 0.82},
 }
-#: The shipped SimHash and containment settings (sql/0001_schema.sql).
-SIMHASH_PRESET = {"duplicate": 3, "review": 6}
-CONTAINMENT_PRESET = {"duplicate": 0.8, "review": 0.5}
+# The SimHash and containment thresholds in force are read from dedup_settings
+# (effective_settings); their defaults are the migrations' (README "Settings"),
+# kept nowhere else, so there is no copy here to drift from them.
 #: The SimHash band layout finds every fingerprint within 3 bits by exact band
 #: match and within 7 by probing radius 1: the engine refuses wider distances.
 SIMHASH_MAX_DUPLICATE = 3
@@ -892,8 +892,8 @@ def calibrate(
     )
     if "simhash" in layers:
         current = Thresholds(
-            float(settings.get("simhash_distance", SIMHASH_PRESET["duplicate"])),
-            float(settings.get("simhash_review_distance", SIMHASH_PRESET["review"])),
+            float(settings["simhash_distance"]),
+            float(settings["simhash_review_distance"]),
         )
         matrix = simhash_distances(data.simhashes)
         rep = layer_report("simhash", matrix, current, "settings")
@@ -930,8 +930,8 @@ def calibrate(
         report.layers["simhash"] = rep
     if "containment" in layers:
         current = Thresholds(
-            float(settings.get("containment_threshold", CONTAINMENT_PRESET["duplicate"])),
-            float(settings.get("containment_review_threshold", CONTAINMENT_PRESET["review"])),
+            float(settings["containment_threshold"]),
+            float(settings["containment_review_threshold"]),
         )
         kwargs = {
             "min_shared": int(settings.get("containment_min_shared", 3)),

@@ -194,6 +194,22 @@ def migrate(dsn: str, revision: str = "head") -> None:
     _alembic(dsn, "upgrade", revision)
 
 
+def create_schema(dsn: str) -> None:
+    """Build the schema in an empty database from ``sql/schema/`` (the current
+    definition of every object) and stamp it at the head revision: what
+    ``migrate`` would make of it, without replaying every revision. Later
+    revisions upgrade it through Alembic as usual."""
+    from . import schema
+
+    with connect(dsn, autocommit=True) as conn:
+        check_server(conn)
+        if current_revision(dsn) is not None:
+            raise DatabaseError("create_schema needs an empty database; migrate() upgrades one")
+        with conn.transaction():
+            conn.execute(schema.schema_sql())
+    _alembic(dsn, "stamp", "head")
+
+
 def downgrade(dsn: str, revision: str) -> None:
     """Take the schema back down to ``revision`` (``"base"``: remove it all)."""
     _alembic(dsn, "downgrade", revision)

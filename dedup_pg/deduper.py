@@ -24,17 +24,17 @@ from datetime import date, datetime, timezone
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from . import database, semantic
 from .documents import Document, InputError, Line, SeenAtWindow, to_document
 from .embeddings import Embedder
 from .fingerprint import Fingerprint, content_digest, fingerprint
-from .normalize import DEFAULT_NOISE_PATTERNS, NORMALIZATION_VERSION, NormalizeOptions
-from .simhash import to_signed
+from .normalize import DEFAULT_NOISE_PATTERNS, NormalizeOptions
 from .sqlfiles import queries
 from .templates import TemplateCache, TemplateSet
-from .verdicts import Verdict
+from .verdicts import Verdict, VerdictRow
 
 _log = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = 500
@@ -304,17 +304,16 @@ class Deduper:
         for pos, message in rejected.items():
             results[pos] = Verdict(id=ids[pos], verdict="error", error=message)
         for row in rows:
-            pos = row[0]
-            results[pos] = Verdict(
-                id=ids[pos],
-                verdict=row[1],
-                layer=row[2],
-                doc_id=row[3],
-                matched_doc_id=row[4],
-                matched_id=row[5],
-                score=row[6],
-                distance=row[7],
-                candidate_id=row[8],
+            results[row.pos] = Verdict(
+                id=ids[row.pos],
+                verdict=row.verdict,
+                layer=row.layer,
+                doc_id=row.doc_id,
+                matched_doc_id=row.matched_doc_id,
+                matched_id=row.matched_external_id,
+                score=row.score,
+                distance=row.distance,
+                candidate_id=row.candidate_id,
             )
         self.times.prepare += prepared.seconds
         self.times.sql += time.perf_counter() - started
@@ -332,7 +331,7 @@ class Deduper:
         dry_run: bool,
         overrides: dict[str, Any],
         rejected: dict[int, str],
-    ) -> list[tuple[Any, ...]]:
+    ) -> list[VerdictRow]:
         """Check ``payload`` and record ``errors`` in one transaction, retried on
         transient faults. If the server rejects a value in it, the batch is
         split in halves, each its own transaction, until the rejected item is
@@ -423,7 +422,7 @@ class Deduper:
         dry_run: bool,
         overrides: dict[str, Any],
         embedded: semantic.Embedded | None = None,
-    ) -> list[tuple[Any, ...]]:
+    ) -> list[VerdictRow]:
         """One transaction: record input errors, then dedup_ingest over the batch."""
         if not dry_run:
             self._ensure_partitions(payload)
@@ -441,9 +440,10 @@ class Deduper:
                         "dry_run": dry_run,
                         "overrides": Jsonb(overrides),
                     }
-                    rows = self.conn.execute(sql, params).fetchall()
-                    if not any(r[9] for r in rows):
-                        return [r[:9] for r in rows]
+                    with self.conn.cursor(row_factory=class_row(VerdictRow)) as cur:
+                        rows = cur.execute(sql, params).fetchall()
+                    if not any(r.embed for r in rows):
+                        return rows
                     layer = self.semantic_layer()
                     before = layer.seconds
                     try:
@@ -591,16 +591,9 @@ def _to_row(pos: int, doc: Document, fp: Fingerprint, seen_at: datetime) -> dict
         "source": doc.source,
         "seen_at": seen_at.isoformat(),
         "published_at": doc.published_at.isoformat() if doc.published_at else None,
-        "sha1": fp.digest.hex(),
-        "title_sha1": fp.title_digest.hex() if fp.title_digest else None,
-        "simhash": to_signed(fp.simhash),
-        "length": fp.length,
-        "clauses": list(fp.clauses),
+        **fp.wire(),
         "lead": list(fp.lead),
-        "minhash": list(fp.minhash) if fp.minhash is not None else None,
-        "facts": list(fp.facts),
         "content_type": doc.content_type,
-        "norm_version": NORMALIZATION_VERSION,
     }
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from .errors import InputError  # raised here; imported from here by callers
+
 FIELDS = ("id", "title", "body", "url", "source", "seen_at", "published_at", "content_type")
 #: Longest id and source, in UTF-8 bytes: ids are in a btree index, whose rows
 #: PostgreSQL caps at ~2,700 bytes ("index row requires N bytes").
@@ -23,28 +25,6 @@ DEFAULT_SEEN_AT_FUTURE_HOURS = 24
 DEFAULT_SEEN_AT_PAST_DAYS = 30
 #: ``html`` (a page, as str or bytes) may stand in for ``body``: its main text
 #: (and title, when none is given) is extracted (dedup_pg.pages, extra ``html``).
-
-
-class InputError(ValueError):
-    """One input item cannot be ingested; the message says why.
-
-    item_id: how to name the item in reports (its id, or "line N").
-    raw: the bytes received, kept in ``ingest_errors`` so nothing is lost.
-    """
-
-    def __init__(
-        self, message: str, *, item_id: str | None = None, raw: bytes | None = None
-    ) -> None:
-        super().__init__(message)
-        self.item_id = item_id
-        self.raw = raw
-
-    def __reduce__(self) -> tuple[Any, ...]:  # keep item_id and raw across processes
-        return (_rebuild_input_error, (str(self), self.item_id, self.raw))
-
-
-def _rebuild_input_error(message: str, item_id: str | None, raw: bytes | None) -> InputError:
-    return InputError(message, item_id=item_id, raw=raw)
 
 
 @dataclass(frozen=True)
@@ -65,13 +45,13 @@ class SeenAtWindow:
     absurd time (year 1 or 9999, an epoch in the wrong unit) is an error."""
 
     future: timedelta = timedelta(hours=DEFAULT_SEEN_AT_FUTURE_HOURS)
-    past: timedelta = timedelta(days=DEFAULT_SEEN_AT_PAST_DAYS)
+    past: timedelta | None = timedelta(days=DEFAULT_SEEN_AT_PAST_DAYS)  # None: no limit
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> SeenAtWindow:
-        future = settings.get("seen_at_future_hours", DEFAULT_SEEN_AT_FUTURE_HOURS)
-        past = settings.get("seen_at_past_days", DEFAULT_SEEN_AT_PAST_DAYS)
-        return cls(timedelta(hours=float(future)), timedelta(days=float(past)))
+        future = float(settings.get("seen_at_future_hours", DEFAULT_SEEN_AT_FUTURE_HOURS))
+        past = float(settings.get("seen_at_past_days", DEFAULT_SEEN_AT_PAST_DAYS))
+        return cls(timedelta(hours=future), timedelta(days=past) if past > 0 else None)
 
     def check(self, value: datetime, now: datetime) -> None:
         if value > now + self.future:
@@ -79,7 +59,7 @@ class SeenAtWindow:
                 f"seen_at {value.isoformat()} is more than {_span(self.future)} ahead of now "
                 f"({now.isoformat(timespec='seconds')}; setting seen_at_future_hours)"
             )
-        if value < now - self.past:
+        if self.past is not None and value < now - self.past:
             raise InputError(
                 f"seen_at {value.isoformat()} is more than {_span(self.past)} before now "
                 f"(a backfill? raise the setting seen_at_past_days)"

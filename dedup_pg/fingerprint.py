@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import rjieba
 
 from . import minhash as mh
 from . import simhash as sh
 from .facts import tagged_facts
-from .normalize import Normalized, NormalizeOptions, normalize
+from .normalize import NORMALIZATION_VERSION, Normalized, NormalizeOptions, normalize
 from .tokenize import TERMS
 
 #: Clauses shorter than this (characters, spaces removed) are not fingerprinted:
@@ -121,6 +122,22 @@ class Fingerprint:
     @property
     def bands(self) -> list[int]:
         return sh.bands(self.simhash)
+
+    def wire(self) -> dict[str, Any]:
+        """The stored fingerprint as the SQL functions read it from JSON
+        (dedup_ingest's items, dedup_refingerprint's): hex digests, the SimHash
+        as a signed 64-bit integer (a bigint), lists, the normalization version.
+        Ingest and the rebuild both send this, so they cannot drift apart."""
+        return {
+            "sha1": self.digest.hex(),
+            "title_sha1": self.title_digest.hex() if self.title_digest else None,
+            "simhash": sh.to_signed(self.simhash),
+            "length": self.length,
+            "clauses": list(self.clauses),
+            "minhash": list(self.minhash) if self.minhash is not None else None,
+            "facts": list(self.facts),
+            "norm_version": NORMALIZATION_VERSION,
+        }
 
 
 def _normalized(

@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from .documents import InputError
+from .errors import InputError
 
 #: The extractor used unless another is named. Chosen on measured accuracy and
 #: speed over Chinese news pages in four site templates (bench/results/extraction.md).

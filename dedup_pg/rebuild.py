@@ -48,7 +48,6 @@ from . import facts as facts_mod
 from . import minhash as mh
 from .fingerprint import fingerprint
 from .normalize import NORMALIZATION_VERSION, NormalizeOptions
-from .simhash import to_signed
 from .sqlfiles import queries
 from .templates import TemplateSet
 
@@ -219,21 +218,7 @@ def refingerprint(
             except ValueError:
                 failed += 1  # nothing left under the new rules: keep it as it was
                 continue
-            items.append(
-                {
-                    "doc_id": doc_id,
-                    "seen_at": seen_at.isoformat(),
-                    "sha1": fp.digest.hex(),
-                    "title_sha1": fp.title_digest.hex() if fp.title_digest else None,
-                    "simhash": to_signed(fp.simhash),
-                    "length": fp.length,
-                    "clauses": list(fp.clauses),
-                    "norm_version": NORMALIZATION_VERSION,
-                    # as deduper._to_row sends them
-                    "minhash": list(fp.minhash) if fp.minhash is not None else None,
-                    "facts": list(fp.facts),
-                }
-            )
+            items.append({"doc_id": doc_id, "seen_at": seen_at.isoformat(), **fp.wire()})
         with conn.transaction():
             row = conn.execute(q["refingerprint"], {"items": Jsonb(items)}).fetchone()
             n_changed = int(row[0]) if row else 0

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from .embeddings import (
@@ -37,6 +38,7 @@ from .embeddings import (
 )
 from .normalize import NormalizeOptions, normalize
 from .sqlfiles import queries
+from .verdicts import VerdictRow
 
 _log = logging.getLogger(__name__)
 
@@ -364,43 +366,42 @@ class SemanticLayer:
     def run(
         self,
         conn: psycopg.Connection,
-        rows: list[tuple[Any, ...]],
+        rows: list[VerdictRow],
         payload: Mapping[int, Mapping[str, Any]],
         *,
         dry_run: bool,
         overrides: Mapping[str, Any],
         ahead: Embedded | None = None,
-    ) -> list[tuple[Any, ...]]:
+    ) -> list[VerdictRow]:
         """Given dedup_ingest's rows (verdict columns + embed + neighbours), run
         dedup_ingest_semantic on the flagged items; return final verdict rows.
         ``ahead``: the batch's vectors made before the transaction, if any."""
-        flagged = [r for r in rows if r[9]]
+        flagged = [r for r in rows if r.embed]
         if not flagged:
-            return [r[:9] for r in rows]
+            return rows
         vectors = dict(ahead.vectors) if ahead and ahead.model_id == self.model.model_id else {}
-        todo = [r[0] for r in flagged if r[0] not in vectors]
+        todo = [r.pos for r in flagged if r.pos not in vectors]
         if todo:
             made = self.embed([(payload[p]["title"], payload[p]["body"]) for p in todo])
             vectors.update(zip(todo, made, strict=True))
         stored = self._neighbour_vectors(conn, flagged)
         items = []
         for r in flagged:
-            p = payload[r[0]]
-            item = dict(zip(_VERDICT_COLUMNS, r[:9], strict=True))
+            p = payload[r.pos]
+            item = r.verdict_columns()
             item.update(
                 seen_at=p["seen_at"],
                 source=p["source"],
                 content_type=p.get("content_type"),
                 sha1=p["sha1"],
                 text=f"{p['title']}\n{p['body']}" if p["title"] else p["body"],
-                embedding=vector_text(vectors[r[0]]),
+                embedding=vector_text(vectors[r.pos]),
             )
-            if r[10] is not None:
-                item["neighbours"] = list(r[10])
+            if r.neighbours is not None:
+                item["neighbours"] = list(r.neighbours)
             items.append(item)
-        final = {
-            row[0]: row
-            for row in conn.execute(
+        with conn.cursor(row_factory=class_row(VerdictRow)) as cur:
+            cur.execute(
                 queries()["ingest_semantic"],
                 {
                     "items": Jsonb(items),
@@ -409,17 +410,17 @@ class SemanticLayer:
                     "dry_run": dry_run,
                     "overrides": Jsonb(dict(overrides)),
                 },
-            ).fetchall()
-        }
-        return [final.get(r[0], r[:9]) for r in rows]
+            )
+            final = {row.pos: row for row in cur.fetchall()}
+        return [final.get(r.pos, r) for r in rows]
 
     def _neighbour_vectors(
-        self, conn: psycopg.Connection, flagged: Iterable[tuple[Any, ...]]
+        self, conn: psycopg.Connection, flagged: Iterable[VerdictRow]
     ) -> list[dict[str, Any]]:
         """Gated mode compares with stored documents that may have no vector
         for this model yet (stored while the mode was off, or never gated):
         embed those now, once."""
-        wanted = sorted({d for r in flagged if r[10] for d in r[10]})
+        wanted = sorted({d for r in flagged if r.neighbours for d in r.neighbours})
         if not wanted:
             return []
         missing = conn.execute(
@@ -433,19 +434,6 @@ class SemanticLayer:
             {"doc_id": doc_id, "seen_at": seen_at.isoformat(), "embedding": vector_text(v)}
             for (doc_id, seen_at, _, _), v in zip(missing, made, strict=True)
         ]
-
-
-_VERDICT_COLUMNS = (
-    "pos",
-    "verdict",
-    "layer",
-    "doc_id",
-    "matched_doc_id",
-    "matched_external_id",
-    "score",
-    "distance",
-    "candidate_id",
-)
 
 
 def reembed(

@@ -1,7 +1,10 @@
 """SQL that ships with the package (the top-level ``sql/`` folder).
 
 ``queries.sql`` holds the runtime queries as named blocks (``-- name: NAME``),
-parsed once; the numbered files are applied by migrations.
+parsed once. ``schema/`` is the current schema, each object defined once
+(dedup_pg.schema builds a database from it); ``migrations/`` holds the numbered
+files the Alembic revisions apply: frozen history, never the place to read what
+an object looks like today.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ def packaged_dir(name: str) -> Any:
 
 
 def read_sql(filename: str) -> str:
+    """A file of ``sql/``; a numbered one (``0008_minhash.sql``) is a revision's,
+    in ``sql/migrations/``."""
+    if re.match(r"\d{4}_", filename):
+        filename = f"migrations/{filename}"
     return packaged_dir("sql").joinpath(filename).read_text(encoding="utf-8")
 
 

@@ -2,16 +2,15 @@
 -- Python passes data; the functions they call decide.
 
 -- name: ingest
--- Check and store one batch (see dedup_ingest in 0004_semantic.sql): the hash
--- layers, and which items the semantic layer must embed.
-SELECT pos, verdict, layer, doc_id, matched_doc_id, matched_external_id, score, distance, candidate_id,
-       embed, neighbours
-  FROM dedup_ingest(%(items)s, %(dry_run)s, %(overrides)s);
+-- Check and store one batch (see dedup_ingest in sql/schema/60_ingest.sql): the
+-- hash layers, and which items the semantic layer must embed. Every column of
+-- its RETURNS TABLE, read by name (dedup_pg.verdicts.VerdictRow).
+SELECT * FROM dedup_ingest(%(items)s, %(dry_run)s, %(overrides)s);
 
 -- name: ingest_semantic
--- The semantic layer, next in the same transaction (dedup_ingest_semantic).
-SELECT pos, verdict, layer, doc_id, matched_doc_id, matched_external_id, score, distance, candidate_id
-  FROM dedup_ingest_semantic(%(items)s, %(stored)s, %(model_id)s::smallint, %(dry_run)s, %(overrides)s);
+-- The semantic layer, next in the same transaction (dedup_ingest_semantic in
+-- sql/schema/50_semantic.sql); read as dedup_pg.verdicts.VerdictRow too.
+SELECT * FROM dedup_ingest_semantic(%(items)s, %(stored)s, %(model_id)s::smallint, %(dry_run)s, %(overrides)s);
 
 -- name: documents_without_embedding
 SELECT d.doc_id, d.seen_at, d.title, d.body
@@ -230,7 +229,7 @@ SELECT pattern_id, source, kind, enabled, round(share::numeric, 3) AS share, doc
 UPDATE source_templates SET enabled = %(enabled)s WHERE pattern_id = ANY(%(ids)s) RETURNING pattern_id;
 
 -- name: rebuild_pairs
--- A rebuild's candidate pairs from the hash layers (dedup_rebuild_pairs, 0007_rebuild.sql).
+-- A rebuild's candidate pairs from the hash layers (dedup_rebuild_pairs, sql/schema/90_rebuild.sql).
 SELECT doc_id, seen_at, matched_doc_id, matched_seen_at, verdict, layer, score, distance, thresholds
   FROM dedup_rebuild_pairs(%(since)s, %(overrides)s);
 

@@ -1,7 +1,8 @@
 """Tests run against a real PostgreSQL: the embedded server, started once per
-session in a temporary folder. The schema is migrated once into a template
-database; each test gets its own copy (CREATE DATABASE ... TEMPLATE), so tests
-are isolated and fast."""
+session in a temporary folder. The schema is built once into a template
+database (from sql/schema/, as tests/test_schema.py checks the migrations
+also make it); each test gets its own copy (CREATE DATABASE ... TEMPLATE), so
+tests are isolated and fast."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def server_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def template_dsn(server_home: Path) -> str:
     dsn = database.start_embedded(server_home)  # creates and returns the "dedup" database
-    database.migrate(dsn)
+    database.create_schema(dsn)  # from sql/schema/, stamped at head
     return dsn
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from hostile import hostile_lines
 
 from dedup_pg import Deduper, database
 from dedup_pg.cli import EXIT_ALL_INGESTED, EXIT_SOME_REJECTED, EXIT_STOPPED
+from dedup_pg.hostile import hostile_lines
 
 from conftest import fresh_database
 

@@ -1,4 +1,5 @@
-"""Hostile JSONL lines: what crawlers and broken pipes actually hand over.
+"""Hostile JSONL lines: what crawlers and broken pipes actually hand over (for
+testing an ingest pipeline: the fault suite and bench/faults.py use them).
 
 ``hostile_lines()`` gives (kind, raw line bytes) pairs, each of which must
 come back as exactly one ``error`` verdict naming its line, with its bytes in

@@ -1,0 +1,28 @@
+"""Errors about input, shared by the modules that read it (documents, pages)
+without importing each other."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class InputError(ValueError):
+    """One input item cannot be ingested; the message says why.
+
+    item_id: how to name the item in reports (its id, or "line N").
+    raw: the bytes received, kept in ``ingest_errors`` so nothing is lost.
+    """
+
+    def __init__(
+        self, message: str, *, item_id: str | None = None, raw: bytes | None = None
+    ) -> None:
+        super().__init__(message)
+        self.item_id = item_id
+        self.raw = raw
+
+    def __reduce__(self) -> tuple[Any, ...]:  # keep item_id and raw across processes
+        return (_rebuild_input_error, (str(self), self.item_id, self.raw))
+
+
+def _rebuild_input_error(message: str, item_id: str | None, raw: bytes | None) -> InputError:
+    return InputError(message, item_id=item_id, raw=raw)

@@ -1,0 +1,158 @@
+-- dedup-pg schema: the documents and what was decided about them.
+-- Tables are named for the people who query them from psql.
+--
+-- Day partitions: every per-document table is range-partitioned on seen_at
+-- (UTC days; the lookup tables of 40_hash_layers.sql by ISO week);
+-- dedup_ensure_partitions() (30_partitions.sql) creates them on demand.
+
+CREATE SEQUENCE documents_doc_id_seq AS bigint;
+
+-- Kept documents: what the crawler gave (title, body as received) plus the
+-- fingerprints of the normalized text.
+CREATE TABLE documents (
+    doc_id          bigint NOT NULL DEFAULT nextval('documents_doc_id_seq'),
+    seen_at         timestamptz NOT NULL,
+    external_id     text,
+    title           text,
+    body            text NOT NULL,
+    url             text,
+    source          text,
+    published_at    timestamptz,
+    content_sha1    bytea NOT NULL,
+    title_sha1      bytea,
+    simhash         bigint NOT NULL,
+    -- the SimHash's four 16-bit bands, for analysts and the rebuild's band
+    -- self-joins; ingest probes document_simhash_bands instead
+    simhash_band0   integer GENERATED ALWAYS AS ((simhash & 65535)::integer) STORED,
+    simhash_band1   integer GENERATED ALWAYS AS (((simhash >> 16) & 65535)::integer) STORED,
+    simhash_band2   integer GENERATED ALWAYS AS (((simhash >> 32) & 65535)::integer) STORED,
+    simhash_band3   integer GENERATED ALWAYS AS (((simhash >> 48) & 65535)::integer) STORED,
+    text_length     integer NOT NULL,
+    clause_count    integer NOT NULL,
+    norm_version    smallint NOT NULL,
+    ingested_at     timestamptz NOT NULL DEFAULT now(),
+    minhash         integer[],
+    facts           text[]
+) PARTITION BY RANGE (seen_at);
+COMMENT ON COLUMN documents.minhash IS
+    'MinHash signature (128 x 32-bit) over character 5-grams of the normalized text; null for texts too short';
+COMMENT ON COLUMN documents.facts IS
+    'numbers, proper names and titles of the text, for verifying near-duplicate matches';
+-- doc_id is unique by construction (one sequence). There is deliberately no
+-- (doc_id, seen_at) primary key: with it, a fresh partition without statistics
+-- lets the planner scan the window by seen_at instead of probing the bands.
+CREATE INDEX documents_doc_id_idx ON documents (doc_id);
+ALTER SEQUENCE documents_doc_id_seq OWNED BY documents.doc_id;
+CREATE INDEX documents_external_id_idx ON documents (external_id);
+CREATE INDEX documents_content_sha1_idx ON documents (content_sha1);
+
+-- The exact layer: one row per distinct normalized text still in play. Not
+-- partitioned, so the unique index spans all days; the insert is the check.
+CREATE TABLE document_digests (
+    content_sha1 bytea PRIMARY KEY,
+    doc_id       bigint NOT NULL,
+    seen_at      timestamptz NOT NULL
+);
+
+-- Every time a text was seen: the first sighting of a kept document and every
+-- duplicate of it. "Which sites carried this story, and who was first" is a
+-- query over this table.
+CREATE TABLE document_sightings (
+    sighting_id  bigint GENERATED ALWAYS AS IDENTITY,
+    seen_at      timestamptz NOT NULL,
+    doc_id       bigint NOT NULL,
+    external_id  text,
+    url          text,
+    source       text,
+    verdict      text NOT NULL CONSTRAINT document_sightings_verdict_check
+                 CHECK (verdict IN ('new', 'duplicate', 'review', 'restored')),
+    layer        text CONSTRAINT document_sightings_layer_check
+                 CHECK (layer IN ('exact', 'simhash', 'containment', 'minhash', 'semantic')),
+    score        double precision,
+    candidate_id bigint,
+    CONSTRAINT document_sightings_pkey PRIMARY KEY (sighting_id, seen_at)
+) PARTITION BY RANGE (seen_at);
+CREATE INDEX document_sightings_doc_id_idx ON document_sightings (doc_id);
+
+CREATE SEQUENCE duplicate_candidates_candidate_id_seq AS bigint;
+
+-- Every duplicate and review decision, with what is needed to undo it: the
+-- incoming text in full (for an exact duplicate whose body is byte-identical
+-- to the matched document's, body is NULL: the text is that document's) and its
+-- fingerprints. status: auto (judged duplicate, not stored as a document),
+-- pending (kept, waiting for a reviewer), confirmed, restored, dismissed.
+CREATE TABLE duplicate_candidates (
+    candidate_id    bigint NOT NULL DEFAULT nextval('duplicate_candidates_candidate_id_seq'),
+    seen_at         timestamptz NOT NULL,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    external_id     text,
+    title           text,
+    body            text,
+    url             text,
+    source          text,
+    published_at    timestamptz,
+    content_sha1    bytea NOT NULL,
+    title_sha1      bytea,
+    simhash         bigint NOT NULL,
+    text_length     integer NOT NULL,
+    clauses         bigint[] NOT NULL,
+    norm_version    smallint NOT NULL,
+    doc_id          bigint,  -- the incoming text's own document, while it is kept (review, restored)
+    matched_doc_id  bigint NOT NULL,
+    matched_seen_at timestamptz NOT NULL,
+    layer           text NOT NULL CONSTRAINT duplicate_candidates_layer_check
+                    CHECK (layer IN ('exact', 'simhash', 'containment', 'minhash', 'semantic')),
+    score           double precision NOT NULL,
+    distance        integer,
+    thresholds      jsonb NOT NULL,
+    status          text NOT NULL CONSTRAINT duplicate_candidates_status_check
+                    CHECK (status IN ('auto', 'pending', 'confirmed', 'restored', 'dismissed')),
+    decided_by      text,
+    decided_at      timestamptz,
+    note            text,
+    minhash         integer[],
+    facts           text[],
+    CONSTRAINT duplicate_candidates_pkey PRIMARY KEY (candidate_id, seen_at)
+) PARTITION BY RANGE (seen_at);
+ALTER SEQUENCE duplicate_candidates_candidate_id_seq OWNED BY duplicate_candidates.candidate_id;
+CREATE INDEX duplicate_candidates_candidate_id_idx ON duplicate_candidates (candidate_id);
+CREATE INDEX duplicate_candidates_matched_doc_id_idx ON duplicate_candidates (matched_doc_id);
+CREATE INDEX duplicate_candidates_pending_idx ON duplicate_candidates (created_at)
+    WHERE status = 'pending';
+
+-- Texts (by normalized digest) that are never duplicates, and pairs of texts
+-- that are not duplicates of each other. Checked inside the ingest transaction.
+CREATE TABLE dedup_whitelist (
+    whitelist_id   bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    kind           text NOT NULL CONSTRAINT dedup_whitelist_kind_check CHECK (kind IN ('text', 'pair')),
+    content_sha1   bytea NOT NULL,
+    other_sha1     bytea,
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    created_by     text NOT NULL DEFAULT current_user,
+    note           text,
+    candidate_id   bigint,  -- the review decision that added it (undone with it)
+    CONSTRAINT dedup_whitelist_shape_check CHECK (
+        (kind = 'text' AND other_sha1 IS NULL)
+        OR (kind = 'pair' AND other_sha1 IS NOT NULL AND content_sha1 < other_sha1))
+);
+CREATE UNIQUE INDEX dedup_whitelist_text_key ON dedup_whitelist (content_sha1) WHERE kind = 'text';
+CREATE UNIQUE INDEX dedup_whitelist_pair_key ON dedup_whitelist (content_sha1, other_sha1) WHERE kind = 'pair';
+
+-- Items that could not be ingested, with what was received (as bytes: it may
+-- hold NUL characters or undecodable bytes that text columns reject).
+CREATE TABLE ingest_errors (
+    error_id    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    seen_at     timestamptz NOT NULL DEFAULT now(),
+    external_id text,
+    source      text,
+    error       text NOT NULL,
+    payload     bytea
+);
+CREATE INDEX ingest_errors_seen_at_idx ON ingest_errors (seen_at);
+
+-- One fingerprinted document, as dedup_pg.deduper sends it (see dedup_ingest).
+CREATE TYPE dedup_item AS (
+    pos integer, external_id text, title text, body text, url text, source text,
+    seen_at timestamptz, published_at timestamptz, sha1 text, title_sha1 text,
+    simhash bigint, length integer, clauses bigint[], norm_version smallint,
+    minhash integer[], facts text[]);

@@ -1,0 +1,264 @@
+-- dedup-pg schema: the semantic layer. Embeddings in pgvector halfvec
+-- columns, one HNSW index per model over every day partition; models are
+-- versioned and switched in one step; thresholds per model and content type
+-- (settings in 10_settings.sql; per-source content types in dedup_sources).
+-- dedup_ingest (60_ingest.sql) flags the items to embed ("embed", with the
+-- gate's candidates in "neighbours"); Python embeds them and calls
+-- dedup_ingest_semantic in the same transaction.
+
+-- Embedding models. Vectors of different models are never compared: every
+-- embedding row names its model, and each model has its own HNSW index.
+CREATE TABLE embedding_models (
+    model_id     smallint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name         text NOT NULL UNIQUE,   -- what dedup_pg.embeddings.load_embedder loads
+    dimensions   integer NOT NULL CHECK (dimensions BETWEEN 1 AND 4000),
+    strategy     text NOT NULL,          -- how a long text becomes one vector (embeddings.STRATEGIES)
+    status       text NOT NULL DEFAULT 'building' CHECK (status IN ('building', 'active', 'retired')),
+    -- {content_type: {"duplicate": cosine, "review": cosine}}, this model's own
+    thresholds   jsonb NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    activated_at timestamptz,
+    retired_at   timestamptz
+);
+CREATE UNIQUE INDEX embedding_models_one_active_idx ON embedding_models ((true)) WHERE status = 'active';
+COMMENT ON TABLE embedding_models IS
+    'Embedding models: one active (used by ingest), others building (dedup-pg reembed) or retired.';
+
+-- One vector per kept document and model, in the document's day partition.
+CREATE TABLE document_embeddings (
+    doc_id    bigint NOT NULL,
+    seen_at   timestamptz NOT NULL,
+    model_id  smallint NOT NULL REFERENCES embedding_models,
+    embedding halfvec NOT NULL,
+    PRIMARY KEY (doc_id, seen_at, model_id)
+) PARTITION BY RANGE (seen_at);
+COMMENT ON TABLE document_embeddings IS
+    'Embeddings of kept documents, per model (halfvec); HNSW index per model: document_embeddings_model<N>_idx.';
+
+-- Distinct numbers in a text (full-width digits folded): what template
+-- articles that read alike differ in.
+CREATE FUNCTION dedup_numbers(p_text text)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT coalesce(array_agg(DISTINCT m[1]), '{}')
+      FROM regexp_matches(translate(coalesce(p_text, ''), '０１２３４５６７８９．', '0123456789.'),
+                          '([0-9]+(?:\.[0-9]+)?)', 'g') m
+$$;
+
+-- Share of the smaller set of numbers found in the other (1 when either has none).
+CREATE FUNCTION dedup_number_overlap(p_a text[], p_b text[])
+RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN least(cardinality(p_a), cardinality(p_b)) = 0 THEN 1.0
+                ELSE (SELECT count(*) FROM unnest(p_a) x WHERE x = ANY (p_b))::double precision
+                     / least(cardinality(p_a), cardinality(p_b)) END
+$$;
+
+-- The HNSW index of one model, over every day partition of document_embeddings.
+CREATE FUNCTION dedup_model_index_name(p_model_id smallint)
+RETURNS text
+LANGUAGE sql IMMUTABLE AS $$ SELECT 'document_embeddings_model' || p_model_id || '_idx' $$;
+
+-- Its definition, for a table (the parent, or one partition).
+CREATE FUNCTION dedup_model_index_sql(p_model_id smallint, p_table regclass, p_index text,
+                                      p_concurrently boolean DEFAULT false, p_only boolean DEFAULT false)
+RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT format('CREATE INDEX %s IF NOT EXISTS %I ON %s %s USING hnsw ((embedding::halfvec(%s)) halfvec_cosine_ops) '
+                  'WITH (m = 16, ef_construction = 64) WHERE model_id = %s',
+                  CASE WHEN p_concurrently THEN 'CONCURRENTLY' ELSE '' END, p_index,
+                  CASE WHEN p_only THEN 'ONLY' ELSE '' END, p_table, m.dimensions, m.model_id)
+      FROM embedding_models m WHERE m.model_id = p_model_id
+$$;
+
+-- The semantic layer, second statement of an ingest transaction: for the
+-- items dedup_ingest flagged with "embed", compare their embeddings (made by
+-- p_model_id, which must be the active model) with stored ones: the gate's
+-- candidates ("neighbours") or the nearest in the HNSW index. At or above
+-- the duplicate threshold: a duplicate (the document dedup_ingest stored is
+-- demoted to a candidate, restorable); at or above the review threshold: a
+-- review. Kept items' embeddings are stored. p_items: pos, doc_id, seen_at,
+-- source, content_type, sha1, text (title and body), embedding (text),
+-- neighbours (doc ids, or absent), and dedup_ingest's verdict columns. p_stored: embeddings of the
+-- neighbours that had none (doc_id, seen_at, embedding). Returns every item's
+-- final verdict.
+--
+-- Candidates are looked up by key: the hash layers' candidates in
+-- document_embeddings by doc_id (= ANY of an array, the primary key of each
+-- partition) and their document rows one by one, instead of joins the planner
+-- ran as scans of every stored vector and every document (with the whitelist
+-- test on each row): 30-35 ms a gated item at 10k documents, growing with the
+-- tables (auto_explain in bench/growth.py --semantic-mode gated).
+CREATE FUNCTION dedup_ingest_semantic(p_items jsonb, p_stored jsonb, p_model_id smallint,
+                                      p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
+RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
+               matched_doc_id bigint, matched_external_id text,
+               score double precision, distance integer, candidate_id bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_model embedding_models;
+    v_by_source jsonb := '{}';
+    v_settings jsonb;
+    v_json jsonb;
+    v_ct text;
+    v_dup double precision;
+    v_review double precision;
+    v_window interval;
+    v_lo timestamptz;
+    v_hi timestamptz;
+    v_doc_id bigint;
+    v_seen_at timestamptz;
+    v_vec halfvec;
+    v_sha1 bytea;
+    v_best record;
+    v_thresholds jsonb;
+    v_numbers double precision;
+BEGIN
+    SELECT * INTO v_model FROM embedding_models m WHERE m.status = 'active';
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no active embedding model (see: dedup-pg models)'
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF v_model.model_id <> p_model_id THEN
+        RAISE EXCEPTION 'the active embedding model is now % (id %), not id %: reload',
+            v_model.name, v_model.model_id, p_model_id USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF NOT p_dry_run THEN
+        -- One semantic check at a time: a writer's texts are compared with
+        -- everything committed before it, so two writers' paraphrases of one
+        -- story cannot both be kept. Taken after the stripe locks, and held
+        -- only to the commit that follows this statement.
+        PERFORM pg_advisory_xact_lock(hashtext('dedup_ingest_semantic'));
+        INSERT INTO document_embeddings AS e (doc_id, seen_at, model_id, embedding)
+        SELECT (s ->> 'doc_id')::bigint, (s ->> 'seen_at')::timestamptz, p_model_id, (s ->> 'embedding')::halfvec
+          FROM jsonb_array_elements(coalesce(p_stored, '[]')) s
+        ON CONFLICT DO NOTHING;
+    END IF;
+    -- settings per source, resolved once each ('' = no source)
+    v_by_source := jsonb_build_object('', dedup_effective_settings(NULL, p_overrides));
+    PERFORM set_config('hnsw.ef_search', v_by_source -> '' ->> 'semantic_ef_search', true);
+    BEGIN  -- pgvector >= 0.8: keep scanning when the window filter drops rows
+        PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
+    EXCEPTION WHEN OTHERS THEN
+        NULL;
+    END;
+
+    FOR v_json IN SELECT e FROM jsonb_array_elements(p_items) e ORDER BY (e ->> 'pos')::integer
+    LOOP
+        pos := (v_json ->> 'pos')::integer;
+        verdict := v_json ->> 'verdict'; layer := v_json ->> 'layer';
+        doc_id := (v_json ->> 'doc_id')::bigint;
+        matched_doc_id := (v_json ->> 'matched_doc_id')::bigint;
+        matched_external_id := v_json ->> 'matched_external_id';
+        score := (v_json ->> 'score')::double precision; distance := (v_json ->> 'distance')::integer;
+        candidate_id := (v_json ->> 'candidate_id')::bigint;
+        v_doc_id := doc_id;
+        v_seen_at := (v_json ->> 'seen_at')::timestamptz;
+        v_vec := (v_json ->> 'embedding')::halfvec;
+        v_sha1 := decode(v_json ->> 'sha1', 'hex');
+        IF NOT v_by_source ? coalesce(v_json ->> 'source', '') THEN
+            v_by_source := v_by_source || jsonb_build_object(
+                coalesce(v_json ->> 'source', ''), dedup_effective_settings(v_json ->> 'source', p_overrides));
+        END IF;
+        v_settings := v_by_source -> coalesce(v_json ->> 'source', '');
+        v_ct := coalesce(v_json ->> 'content_type', v_settings ->> 'content_type');
+        v_dup := coalesce((v_settings ->> 'semantic_duplicate')::double precision,
+                          (v_model.thresholds -> v_ct ->> 'duplicate')::double precision);
+        v_review := coalesce((v_settings ->> 'semantic_review')::double precision,
+                             (v_model.thresholds -> v_ct ->> 'review')::double precision, v_dup);
+        IF v_dup IS NULL THEN
+            RAISE EXCEPTION 'embedding model % has no thresholds for content type "%" (embedding_models.thresholds)',
+                v_model.name, v_ct USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        v_window := make_interval(days => (v_settings ->> 'window_days')::integer);
+        IF v_window = interval '0' THEN
+            v_lo := '-infinity'; v_hi := 'infinity';
+        ELSE
+            v_lo := v_seen_at - v_window; v_hi := v_seen_at + v_window;
+        END IF;
+        v_thresholds := jsonb_build_object('model', v_model.name, 'content_type', v_ct,
+                                           'semantic_duplicate', v_dup, 'semantic_review', v_review,
+                                           'semantic_min_number_overlap', v_settings -> 'semantic_min_number_overlap',
+                                           'window_days', v_settings -> 'window_days');
+
+        IF jsonb_typeof(v_json -> 'neighbours') = 'array' THEN
+            -- gated: the hash layers' candidates, looked up by key: their ids as
+            -- an array for each partition's primary key (doc_id, ...), and each
+            -- one's document row through a subquery per candidate. As joins, the
+            -- planner read every stored vector and every document (and ran the
+            -- whitelist test on each document row): 30-35 ms a call at 10k.
+            SELECT n.doc_id, n.seen_at, 1 - (n.embedding <=> v_vec) AS cos INTO v_best
+              FROM (SELECT e.doc_id, e.seen_at, e.embedding
+                      FROM document_embeddings e
+                     WHERE e.model_id = p_model_id
+                       AND e.doc_id = ANY (ARRAY(SELECT x::bigint
+                                                   FROM jsonb_array_elements_text(v_json -> 'neighbours') x))
+                    UNION ALL
+                    SELECT (s ->> 'doc_id')::bigint, (s ->> 'seen_at')::timestamptz, (s ->> 'embedding')::halfvec
+                      FROM jsonb_array_elements(coalesce(p_stored, '[]')) s
+                     WHERE p_dry_run AND s -> 'doc_id' IN (SELECT jsonb_array_elements(v_json -> 'neighbours'))) n
+             WHERE n.doc_id IS DISTINCT FROM v_doc_id
+               -- null (left out) when the document is gone, as the join was
+               AND (SELECT NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)
+                      FROM documents d WHERE d.doc_id = n.doc_id AND d.seen_at = n.seen_at)
+             ORDER BY cos DESC, n.seen_at, n.doc_id
+             LIMIT 1;
+        ELSE
+            -- always: the nearest stored embeddings in the window (HNSW)
+            EXECUTE format(
+                'SELECT n.doc_id, n.seen_at, n.cos
+                   FROM (SELECT e.doc_id, e.seen_at, 1 - (e.embedding::halfvec(%1$s) <=> $1::halfvec(%1$s)) AS cos
+                           FROM document_embeddings e
+                          WHERE e.model_id = %2$s AND e.seen_at BETWEEN $2 AND $3
+                            AND e.doc_id IS DISTINCT FROM $4
+                          ORDER BY e.embedding::halfvec(%1$s) <=> $1::halfvec(%1$s)
+                          LIMIT $5) n
+                   JOIN documents d ON d.doc_id = n.doc_id AND d.seen_at = n.seen_at
+                  WHERE NOT dedup_pair_whitelisted($6, d.content_sha1)
+                  ORDER BY n.cos DESC, n.seen_at, n.doc_id
+                  LIMIT 1', v_model.dimensions, p_model_id)
+               INTO v_best
+              USING v_vec, v_lo, v_hi, v_doc_id, (v_settings ->> 'semantic_neighbours')::integer, v_sha1;
+        END IF;
+
+        IF v_best.doc_id IS NOT NULL AND v_best.cos >= v_dup THEN
+            SELECT dedup_number_overlap(dedup_numbers(v_json ->> 'text'), dedup_numbers(concat_ws(E'\n', d.title, d.body)))
+              INTO v_numbers
+              FROM documents d WHERE d.doc_id = v_best.doc_id AND d.seen_at = v_best.seen_at;
+        END IF;
+        IF v_best.doc_id IS NOT NULL AND v_best.cos >= v_dup
+           AND v_numbers >= (v_settings ->> 'semantic_min_number_overlap')::double precision THEN
+            verdict := 'duplicate'; layer := 'semantic'; score := v_best.cos; distance := NULL;
+            matched_doc_id := v_best.doc_id; doc_id := NULL;
+            SELECT d.external_id INTO matched_external_id
+              FROM documents d WHERE d.doc_id = v_best.doc_id AND d.seen_at = v_best.seen_at;
+            IF NOT p_dry_run THEN
+                candidate_id := dedup_demote_document(v_doc_id, v_seen_at, candidate_id, v_best.doc_id,
+                                                      v_best.seen_at, 'semantic', v_best.cos, v_thresholds);
+            END IF;
+        ELSIF v_best.doc_id IS NOT NULL AND v_best.cos >= v_review AND verdict = 'new' THEN
+            -- (or a duplicate by cosine whose numbers differ)
+            verdict := 'review'; layer := 'semantic'; score := v_best.cos; distance := NULL;
+            matched_doc_id := v_best.doc_id;
+            SELECT d.external_id INTO matched_external_id
+              FROM documents d WHERE d.doc_id = v_best.doc_id AND d.seen_at = v_best.seen_at;
+            IF NOT p_dry_run THEN
+                DELETE FROM document_sightings s
+                 WHERE s.doc_id = v_doc_id AND s.seen_at = v_seen_at AND s.verdict = 'new';
+                candidate_id := dedup_record_candidate(
+                    dedup_document_item(v_doc_id, v_seen_at), 'pending', 'semantic', v_doc_id,
+                    v_best.doc_id, v_best.seen_at, NULL, v_best.cos, NULL, v_thresholds);
+            END IF;
+        END IF;
+        IF NOT p_dry_run AND verdict <> 'duplicate' THEN
+            INSERT INTO document_embeddings AS e (doc_id, seen_at, model_id, embedding)
+            VALUES (v_doc_id, v_seen_at, p_model_id, v_vec)
+            ON CONFLICT DO NOTHING;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END $$;
+
+COMMENT ON FUNCTION dedup_ingest_semantic(jsonb, jsonb, smallint, boolean, jsonb) IS
+    'The semantic layer of an ingest transaction, after dedup_ingest: embeddings compared with the gate''s candidates or the HNSW index. Called by dedup_pg.Deduper.';

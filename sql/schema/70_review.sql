@@ -1,0 +1,247 @@
+-- dedup-pg schema: working the review queue from psql, provenance and numbers.
+--
+-- A reviewer's three verbs, each one transaction, each safe to call twice:
+--   restore_candidate(id, note)  a duplicate that is not one: store it as a
+--                                document, keep the link, whitelist it
+--   confirm_candidate(id, note)  it is a duplicate: (a kept review document is
+--                                removed again; any earlier restore is undone)
+--   dismiss_candidate(id, note)  a review that is not a duplicate: keep the
+--                                document, whitelist the pair
+-- Each returns the candidate row as it is afterwards.
+
+-- The candidate as an item that can be stored (its body is the matched
+-- document's when it was not stored separately).
+CREATE FUNCTION dedup_candidate_item(p_c duplicate_candidates)
+RETURNS dedup_item
+LANGUAGE sql STABLE AS $$
+    SELECT ROW(0, p_c.external_id, p_c.title,
+               coalesce(p_c.body, (SELECT d.body FROM documents d
+                                    WHERE d.doc_id = p_c.matched_doc_id AND d.seen_at = p_c.matched_seen_at)),
+               p_c.url, p_c.source, p_c.seen_at, p_c.published_at, encode(p_c.content_sha1, 'hex'),
+               encode(p_c.title_sha1, 'hex'), p_c.simhash, p_c.text_length, p_c.clauses,
+               p_c.norm_version, p_c.minhash, p_c.facts)::dedup_item
+$$;
+
+-- Lock and fetch a candidate, or fail naming it.
+CREATE FUNCTION dedup_lock_candidate(p_id bigint)
+RETURNS duplicate_candidates
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_c duplicate_candidates;
+BEGIN
+    SELECT * INTO v_c FROM duplicate_candidates c WHERE c.candidate_id = p_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'duplicate candidate % does not exist', p_id
+            USING ERRCODE = 'no_data_found', HINT = 'SELECT * FROM review_queue lists the pending ones';
+    END IF;
+    RETURN v_c;
+END $$;
+
+-- Keep the candidate's text as a document (storing it if it is not stored) and
+-- whitelist it: the pair (incoming, matched) for a near duplicate, the text
+-- itself for an exact one (the pair would be the text with itself).
+CREATE FUNCTION dedup_keep_candidate(p_c duplicate_candidates, p_status text, p_note text, p_by text)
+RETURNS duplicate_candidates
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_doc_id bigint := p_c.doc_id;
+    v_item dedup_item;
+    v_matched_sha1 bytea;
+BEGIN
+    IF v_doc_id IS NULL THEN
+        v_item := dedup_candidate_item(p_c);
+        IF v_item.body IS NULL THEN
+            RAISE EXCEPTION 'duplicate candidate %: its text was the matched document %''s, which is gone',
+                p_c.candidate_id, p_c.matched_doc_id;
+        END IF;
+        PERFORM dedup_ensure_partitions((p_c.seen_at AT TIME ZONE 'UTC')::date,
+                                        (p_c.seen_at AT TIME ZONE 'UTC')::date);
+        v_doc_id := nextval('documents_doc_id_seq');
+        PERFORM dedup_store_document(v_item, v_doc_id);
+        -- the text's digest, unless another document holds it (an exact duplicate's original)
+        INSERT INTO document_digests (content_sha1, doc_id, seen_at)
+        VALUES (p_c.content_sha1, v_doc_id, p_c.seen_at)
+        ON CONFLICT (content_sha1) DO NOTHING;
+    END IF;
+    SELECT d.content_sha1 INTO v_matched_sha1 FROM documents d
+     WHERE d.doc_id = p_c.matched_doc_id AND d.seen_at = p_c.matched_seen_at;
+    IF p_c.layer = 'exact' OR v_matched_sha1 IS NULL OR v_matched_sha1 = p_c.content_sha1 THEN
+        INSERT INTO dedup_whitelist (kind, content_sha1, created_by, note, candidate_id)
+        VALUES ('text', p_c.content_sha1, p_by, p_note, p_c.candidate_id)
+        ON CONFLICT DO NOTHING;
+    ELSE
+        INSERT INTO dedup_whitelist (kind, content_sha1, other_sha1, created_by, note, candidate_id)
+        VALUES ('pair', least(p_c.content_sha1, v_matched_sha1), greatest(p_c.content_sha1, v_matched_sha1),
+                p_by, p_note, p_c.candidate_id)
+        ON CONFLICT DO NOTHING;
+    END IF;
+    UPDATE document_sightings s
+       SET doc_id = v_doc_id, verdict = CASE WHEN p_status = 'restored' THEN 'restored' ELSE s.verdict END
+     WHERE s.candidate_id = p_c.candidate_id;
+    UPDATE duplicate_candidates c
+       SET status = p_status, doc_id = v_doc_id, decided_by = p_by, decided_at = now(), note = p_note
+     WHERE c.candidate_id = p_c.candidate_id
+    RETURNING * INTO p_c;
+    RETURN p_c;
+END $$;
+
+CREATE FUNCTION restore_candidate(p_id bigint, p_note text DEFAULT NULL, p_by text DEFAULT current_user)
+RETURNS duplicate_candidates
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_c duplicate_candidates := dedup_lock_candidate(p_id);
+BEGIN
+    IF v_c.status IN ('restored', 'dismissed') THEN
+        RETURN v_c;  -- already kept: calling twice changes nothing
+    ELSIF v_c.status = 'pending' THEN
+        RAISE EXCEPTION 'duplicate candidate % is pending review: its document % is already kept', p_id, v_c.doc_id
+            USING HINT = 'dismiss_candidate() keeps it and clears the review; confirm_candidate() drops it';
+    END IF;
+    RETURN dedup_keep_candidate(v_c, 'restored', p_note, p_by);
+END $$;
+
+COMMENT ON FUNCTION restore_candidate(bigint, text, text) IS
+    'Not a duplicate after all: store the text as a document, keep the link, whitelist it. Safe to call twice.';
+
+CREATE FUNCTION dismiss_candidate(p_id bigint, p_note text DEFAULT NULL, p_by text DEFAULT current_user)
+RETURNS duplicate_candidates
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_c duplicate_candidates := dedup_lock_candidate(p_id);
+BEGIN
+    IF v_c.status IN ('dismissed', 'restored') THEN
+        RETURN v_c;
+    ELSIF v_c.status <> 'pending' THEN
+        RAISE EXCEPTION 'duplicate candidate % was judged a duplicate (status %), not queued for review', p_id, v_c.status
+            USING HINT = 'restore_candidate() stores it as a document';
+    END IF;
+    RETURN dedup_keep_candidate(v_c, 'dismissed', p_note, p_by);
+END $$;
+
+COMMENT ON FUNCTION dismiss_candidate(bigint, text, text) IS
+    'A review that is not a duplicate: keep the document, whitelist the pair. Safe to call twice.';
+
+-- It is a duplicate. A kept document of it (a review, or an earlier restore) is
+-- removed again; its sightings go to the matched document; whitelist entries
+-- this candidate added are withdrawn.
+CREATE FUNCTION confirm_candidate(p_id bigint, p_note text DEFAULT NULL, p_by text DEFAULT current_user)
+RETURNS duplicate_candidates
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_c duplicate_candidates := dedup_lock_candidate(p_id);
+BEGIN
+    IF v_c.status = 'confirmed' THEN
+        RETURN v_c;
+    END IF;
+    IF v_c.doc_id IS NOT NULL THEN
+        UPDATE document_sightings s
+           SET doc_id = v_c.matched_doc_id,
+               verdict = CASE WHEN s.candidate_id = p_id THEN 'duplicate' ELSE s.verdict END
+         WHERE s.doc_id = v_c.doc_id;
+        PERFORM dedup_remove_document(v_c.doc_id, v_c.seen_at);
+    END IF;
+    DELETE FROM dedup_whitelist w WHERE w.candidate_id = p_id;
+    UPDATE duplicate_candidates c
+       SET status = 'confirmed', doc_id = NULL, decided_by = p_by, decided_at = now(), note = p_note
+     WHERE c.candidate_id = p_id
+    RETURNING * INTO v_c;
+    RETURN v_c;
+END $$;
+
+COMMENT ON FUNCTION confirm_candidate(bigint, text, text) IS
+    'A duplicate: drop its kept document if it has one (review, earlier restore). Safe to call twice.';
+
+-- The pending queue, oldest first, both texts side by side (trimmed).
+CREATE VIEW review_queue AS
+SELECT c.candidate_id AS id,
+       c.created_at::timestamp(0) AS queued_at,
+       c.layer,
+       round(c.score::numeric, 3) AS score,
+       c.distance,
+       c.source,
+       c.external_id,
+       c.title,
+       length(c.body) AS length,
+       left(regexp_replace(c.body, '\s+', ' ', 'g'), 80) AS text,
+       c.matched_doc_id,
+       d.source AS matched_source,
+       d.external_id AS matched_external_id,
+       d.title AS matched_title,
+       length(d.body) AS matched_length,
+       left(regexp_replace(d.body, '\s+', ' ', 'g'), 80) AS matched_text
+  FROM duplicate_candidates c
+  LEFT JOIN documents d ON d.doc_id = c.matched_doc_id AND d.seen_at = c.matched_seen_at
+ WHERE c.status = 'pending'
+ ORDER BY c.created_at, c.candidate_id;
+
+COMMENT ON VIEW review_queue IS
+    'Pending reviews, oldest first: incoming and matched text side by side. Work it with dismiss_candidate(id, note) / confirm_candidate(id, note).';
+
+CREATE VIEW document_clusters AS
+SELECT d.doc_id,
+       d.title,
+       d.seen_at AS first_seen_at,
+       d.source AS first_source,
+       d.url AS first_url,
+       count(s.*) AS sightings,
+       count(DISTINCT s.source) AS sources,
+       count(s.*) FILTER (WHERE s.verdict = 'duplicate') AS duplicates,
+       count(s.*) FILTER (WHERE s.layer = 'exact' AND s.verdict = 'duplicate') AS exact,
+       count(s.*) FILTER (WHERE s.layer IN ('simhash', 'containment', 'minhash', 'semantic') AND s.verdict = 'duplicate')
+           AS near,
+       max(s.seen_at) AS last_seen_at,
+       array_agg(DISTINCT s.source) FILTER (WHERE s.source IS NOT NULL) AS source_list
+  FROM documents d
+  LEFT JOIN document_sightings s ON s.doc_id = d.doc_id
+ GROUP BY d.doc_id, d.title, d.seen_at, d.source, d.url;
+
+COMMENT ON VIEW document_clusters IS
+    'Each kept document with its duplicates: how many sites carried the story, who first, when last.';
+
+CREATE VIEW dedup_daily_stats AS
+WITH seen AS (
+    SELECT (s.seen_at AT TIME ZONE 'UTC')::date AS day, coalesce(s.source, '') AS source,
+           count(*) AS received,
+           count(*) FILTER (WHERE s.verdict = 'new') AS new,
+           count(*) FILTER (WHERE s.verdict = 'review') AS review,
+           count(*) FILTER (WHERE s.verdict = 'duplicate' AND s.layer = 'exact') AS exact,
+           count(*) FILTER (WHERE s.verdict = 'duplicate' AND s.layer = 'simhash') AS simhash,
+           count(*) FILTER (WHERE s.verdict = 'duplicate' AND s.layer = 'containment') AS containment,
+           count(*) FILTER (WHERE s.verdict = 'duplicate' AND s.layer = 'minhash') AS minhash,
+           count(*) FILTER (WHERE s.verdict = 'duplicate' AND s.layer = 'semantic') AS semantic,
+           count(*) FILTER (WHERE s.verdict = 'restored') AS restored
+      FROM document_sightings s
+     GROUP BY 1, 2
+), queue AS (
+    SELECT (c.seen_at AT TIME ZONE 'UTC')::date AS day, coalesce(c.source, '') AS source,
+           count(*) FILTER (WHERE c.status = 'pending') AS review_pending,
+           count(*) FILTER (WHERE c.status = 'dismissed') AS dismissed,
+           count(*) FILTER (WHERE c.status = 'confirmed') AS confirmed
+      FROM duplicate_candidates c
+     GROUP BY 1, 2
+), errors AS (
+    SELECT (e.seen_at AT TIME ZONE 'UTC')::date AS day, coalesce(e.source, '') AS source, count(*) AS errors
+      FROM ingest_errors e
+     GROUP BY 1, 2
+)
+SELECT day,
+       nullif(source, '') AS source,
+       coalesce(seen.received, 0) + coalesce(errors.errors, 0) AS ingested,
+       coalesce(seen.new, 0) AS new,
+       coalesce(seen.exact, 0) AS exact,
+       coalesce(seen.simhash, 0) AS simhash,
+       coalesce(seen.containment, 0) AS containment,
+       coalesce(seen.minhash, 0) AS minhash,
+       coalesce(seen.semantic, 0) AS semantic,
+       coalesce(seen.review, 0) AS review,
+       coalesce(queue.review_pending, 0) AS review_pending,
+       coalesce(seen.restored, 0) AS restored,
+       coalesce(queue.dismissed, 0) AS dismissed,
+       coalesce(queue.confirmed, 0) AS confirmed,
+       coalesce(errors.errors, 0) AS errors
+  FROM seen
+  FULL JOIN queue USING (day, source)
+  FULL JOIN errors USING (day, source);
+
+COMMENT ON VIEW dedup_daily_stats IS
+    'Per UTC day and source: ingested (incl. errors), new, duplicates by layer, reviews, still pending, restored, dismissed, confirmed, errors.';

@@ -1,0 +1,589 @@
+-- dedup-pg schema: full-history rebuild (dedup_pg/rebuild.py drives it).
+--
+-- Streaming ingest decides one document at a time. A rebuild decides over
+-- everything stored at once: candidate pairs come from set-based joins (equal
+-- digests, SimHash band self-joins, shared clauses, HNSW neighbours), Python
+-- unions the duplicate links into clusters, and every member but the earliest
+-- is demoted to a restorable candidate with dedup_demote_document, exactly
+-- like a semantic duplicate found after the hash layers stored it. After a
+-- normalization or tokenizer change, dedup_refingerprint rewrites stored
+-- fingerprints in place first.
+--
+-- The rebuild applies dedup_ingest's rules: dedup_rebuild_pairs forms exact,
+-- SimHash, containment and MinHash pairs and applies the fact check to every
+-- near-duplicate 'duplicate' and 'lead' row. dedup_rebuild_vector_pairs checks
+-- numbers, not facts, as streaming's semantic layer (dedup_ingest_semantic)
+-- does.
+
+-- One row per rebuild or re-fingerprint run: progress (the last document done,
+-- in (seen_at, doc_id) order), so an interrupted run resumes where it stopped.
+CREATE TABLE dedup_rebuild_runs (
+    run_id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    kind            text NOT NULL CONSTRAINT dedup_rebuild_runs_kind_check
+                    CHECK (kind IN ('refingerprint', 'clusters')),
+    -- refingerprint: what the fingerprints are computed with (normalization
+    -- version, settings, template versions), hashed; a run resumes only under
+    -- the same key
+    fingerprint_key text,
+    since           timestamptz,
+    started_at      timestamptz NOT NULL DEFAULT now(),
+    updated_at      timestamptz NOT NULL DEFAULT now(),
+    finished_at     timestamptz,
+    last_seen_at    timestamptz,
+    last_doc_id     bigint,
+    total           bigint NOT NULL DEFAULT 0,
+    done            bigint NOT NULL DEFAULT 0,
+    changed         bigint NOT NULL DEFAULT 0,
+    summary         jsonb
+);
+COMMENT ON TABLE dedup_rebuild_runs IS
+    'dedup-pg rebuild runs: kind, progress (last_seen_at, last_doc_id; done of total), summary. An unfinished refingerprint run with the current fingerprint_key is resumed.';
+
+-- Re-fingerprint stored documents in place (dedup-pg rebuild
+-- --refingerprint): p_items holds, per document, doc_id, seen_at and the
+-- fingerprints computed now (sha1, title_sha1, simhash, length, clauses,
+-- norm_version, minhash, facts). Only documents whose fingerprints differ are
+-- written: documents, their clauses, their MinHash bands (when the signature
+-- changed), their SimHash bands (when the simhash changed) and their digest. A
+-- document stored before revision 0008 (no facts) always differs: it gets its
+-- MinHash signature, bands and facts. Returns how many changed. Callers keep a
+-- batch within a few days: the clause and band lookups are bounded by the
+-- batch's seen_at range (their doc_id indexes are BRIN).
+CREATE FUNCTION dedup_refingerprint(p_items jsonb)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_lo timestamptz;
+    v_hi timestamptz;
+    v_changed integer;
+BEGIN
+    CREATE TEMP TABLE IF NOT EXISTS dedup_refp (
+        doc_id bigint, seen_at timestamptz, sha1 bytea, title_sha1 bytea, simhash bigint,
+        length integer, clauses bigint[], norm_version smallint, minhash integer[], facts text[],
+        old_sha1 bytea, old_minhash integer[], old_simhash bigint) ON COMMIT DROP;
+    TRUNCATE dedup_refp;
+    INSERT INTO dedup_refp
+    SELECT x.doc_id, x.seen_at, decode(x.sha1, 'hex'), decode(x.title_sha1, 'hex'), x.simhash,
+           x.length, ARRAY(SELECT DISTINCT h FROM unnest(x.clauses) h ORDER BY 1), x.norm_version,
+           x.minhash, x.facts, d.content_sha1, d.minhash, d.simhash
+      FROM jsonb_to_recordset(p_items) AS x(doc_id bigint, seen_at timestamptz, sha1 text,
+                                            title_sha1 text, simhash bigint, length integer,
+                                            clauses bigint[], norm_version smallint,
+                                            minhash integer[], facts text[])
+      JOIN documents d ON d.doc_id = x.doc_id AND d.seen_at = x.seen_at;
+    SELECT min(seen_at), max(seen_at) INTO v_lo, v_hi FROM dedup_refp;
+    -- unchanged: same document fields and the same clause set (one bounded
+    -- scan of the batch's days for the clauses)
+    DELETE FROM dedup_refp r
+     USING documents d
+     WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at
+       AND d.content_sha1 = r.sha1 AND d.title_sha1 IS NOT DISTINCT FROM r.title_sha1
+       AND d.simhash = r.simhash AND d.text_length = r.length AND d.norm_version = r.norm_version
+       AND d.minhash IS NOT DISTINCT FROM r.minhash AND d.facts IS NOT DISTINCT FROM r.facts
+       AND r.clauses = coalesce((SELECT array_agg(c.clause_hash ORDER BY c.clause_hash)
+                                   FROM document_clauses c
+                                  WHERE c.seen_at BETWEEN v_lo AND v_hi
+                                    AND c.doc_id = r.doc_id AND c.seen_at = r.seen_at), '{}');
+    SELECT count(*) INTO v_changed FROM dedup_refp;
+    IF v_changed = 0 THEN
+        RETURN 0;
+    END IF;
+    DELETE FROM document_clauses c USING dedup_refp r
+     WHERE c.seen_at BETWEEN v_lo AND v_hi AND c.doc_id = r.doc_id AND c.seen_at = r.seen_at;
+    INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
+    SELECT h, r.doc_id, r.seen_at FROM dedup_refp r, unnest(r.clauses) h;
+    -- the MinHash bands follow the signature (as dedup_store_document writes them)
+    DELETE FROM document_minhash_bands b USING dedup_refp r
+     WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = r.doc_id AND b.seen_at = r.seen_at
+       AND r.minhash IS DISTINCT FROM r.old_minhash;
+    INSERT INTO document_minhash_bands (band_key, doc_id, seen_at)
+    SELECT DISTINCT k, r.doc_id, r.seen_at
+      FROM dedup_refp r, unnest(dedup_minhash_bands(r.minhash)) k
+     WHERE r.minhash IS DISTINCT FROM r.old_minhash;
+    -- and the SimHash bands the simhash
+    DELETE FROM document_simhash_bands b USING dedup_refp r
+     WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = r.doc_id AND b.seen_at = r.seen_at
+       AND r.simhash IS DISTINCT FROM r.old_simhash;
+    INSERT INTO document_simhash_bands (band_key, simhash, doc_id, seen_at)
+    SELECT k, r.simhash, r.doc_id, r.seen_at
+      FROM dedup_refp r, unnest(dedup_simhash_band_keys(r.simhash)) k
+     WHERE r.simhash IS DISTINCT FROM r.old_simhash;
+    UPDATE documents d
+       SET content_sha1 = r.sha1, title_sha1 = r.title_sha1, simhash = r.simhash,
+           text_length = r.length, clause_count = cardinality(r.clauses), norm_version = r.norm_version,
+           minhash = r.minhash, facts = r.facts
+      FROM dedup_refp r
+     WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at AND d.seen_at BETWEEN v_lo AND v_hi;
+    -- the exact layer: the old digest goes with the old text; the new one is
+    -- claimed unless a later (or still existing) document holds it. Two
+    -- documents may now share a text: the rebuild's exact layer decides.
+    DELETE FROM document_digests g USING dedup_refp r
+     WHERE g.content_sha1 = r.old_sha1 AND g.doc_id = r.doc_id AND r.old_sha1 <> r.sha1;
+    INSERT INTO document_digests AS g (content_sha1, doc_id, seen_at)
+    SELECT DISTINCT ON (r.sha1) r.sha1, r.doc_id, r.seen_at
+      FROM dedup_refp r ORDER BY r.sha1, r.seen_at DESC, r.doc_id DESC
+    ON CONFLICT (content_sha1) DO UPDATE
+       SET doc_id = EXCLUDED.doc_id, seen_at = EXCLUDED.seen_at
+     WHERE g.seen_at < EXCLUDED.seen_at
+        OR NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = g.doc_id AND d.seen_at = g.seen_at);
+    RETURN v_changed;
+END $$;
+
+COMMENT ON FUNCTION dedup_refingerprint(jsonb) IS
+    'Rewrite the fingerprints of stored documents (documents incl. minhash and facts, document_clauses, document_minhash_bands, document_simhash_bands, document_digests) with values computed under the current normalization; returns how many changed. Called by dedup-pg rebuild --refingerprint.';
+
+-- Store fingerprinted items as documents without checking them (a corpus
+-- loaded for a rebuild, which then decides): the digest goes to the latest
+-- holder, each gets a 'new' sighting. Locks out streaming writers for the
+-- transaction (they lock stripes of the same table). Returns the doc ids.
+CREATE FUNCTION dedup_rebuild_load(p_items jsonb)
+RETURNS TABLE (pos integer, doc_id bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    it dedup_item;
+    v_doc_id bigint;
+BEGIN
+    LOCK TABLE dedup_lock_stripes IN EXCLUSIVE MODE;
+    FOR it IN SELECT * FROM jsonb_populate_recordset(NULL::dedup_item, p_items) x ORDER BY x.pos LOOP
+        v_doc_id := nextval('documents_doc_id_seq');
+        pos := it.pos;
+        doc_id := v_doc_id;
+        PERFORM dedup_store_document(it, v_doc_id);
+        INSERT INTO document_digests AS g (content_sha1, doc_id, seen_at)
+        VALUES (decode(it.sha1, 'hex'), v_doc_id, it.seen_at)
+        ON CONFLICT (content_sha1) DO UPDATE
+           SET doc_id = EXCLUDED.doc_id, seen_at = EXCLUDED.seen_at
+         WHERE g.seen_at <= EXCLUDED.seen_at;
+        INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict)
+        VALUES (it.seen_at, v_doc_id, it.external_id, it.url, it.source, 'new');
+        RETURN NEXT;
+    END LOOP;
+END $$;
+
+-- Candidate pairs over the stored documents seen at or after p_since (and
+-- the look-back window before it, as earlier partners), with the hash
+-- layers' evidence. One row per pair and layer; doc_id is the later document
+-- of the pair by (seen_at, doc_id) (the one streaming ingest would have
+-- checked), matched_doc_id the earlier one. verdict: 'duplicate', 'review',
+-- or 'lead' (containment that is a duplicate only if the earlier text is
+-- exactly the later one's opening: the caller checks the lead clauses, which
+-- are not stored). Rules and thresholds are dedup_ingest's; whitelisted
+-- pairs are left out; pairs further apart than window_days are never formed.
+--
+-- The fact check (dedup_ingest's): a near-duplicate 'duplicate' row
+-- (SimHash, containment, MinHash) whose two texts each hold facts the other
+-- lacks is returned as 'review', and such a row, or a 'lead' row whose texts
+-- disagree so, carries "facts_disagree": true in its thresholds. A
+-- 'duplicate' or 'lead' row whose later text adds many facts (the
+-- facts_added_share rule) carries "facts_added": true: it is another story
+-- unless at least half the later text's lead clauses, which are not stored,
+-- are the earlier text's; the caller checks. Streaming checks the facts of
+-- the first layer's match only and then stops looking: the caller gives a row
+-- that failed the check the precedence of the duplicate it would have been.
+--
+-- Differences from streaming: a clause is boilerplate when window_days
+-- either side of the document hold it in p_boiler_docs other documents,
+-- counted over everything stored, not only what was stored before it.
+CREATE FUNCTION dedup_rebuild_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
+RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
+               verdict text, layer text, score double precision, distance integer, thresholds jsonb)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    s jsonb := dedup_effective_settings(NULL, p_overrides);
+    v_window interval := make_interval(days => (s ->> 'window_days')::integer);
+    v_from timestamptz;
+    v_since timestamptz := coalesce(p_since, '-infinity');
+    v_radius integer;
+    -- as dedup_ingest resolves them
+    v_mh_dup double precision := (s ->> 'minhash_threshold')::double precision;
+    v_mh_review double precision := least((s ->> 'minhash_threshold')::double precision,
+                                          (s ->> 'minhash_review_threshold')::double precision);
+    v_facts_share double precision := (s ->> 'facts_disagreement_share')::double precision;
+    v_facts_added double precision := (s ->> 'facts_added_share')::double precision;
+BEGIN
+    IF v_window = interval '0' THEN
+        v_window := interval '100000 days';  -- all history
+    END IF;
+    v_from := CASE WHEN p_since IS NULL THEN '-infinity' ELSE p_since - v_window END;
+    v_radius := (SELECT max(x.review_distance) / 4 FROM generate_series(0, 20) k,
+                        LATERAL dedup_simhash_distances(k * 100, s) x);
+
+    DROP TABLE IF EXISTS dedup_rb_docs, dedup_rb_clauses, dedup_rb_pairs;
+    CREATE TEMP TABLE dedup_rb_docs ON COMMIT DROP AS
+    SELECT d.doc_id, d.seen_at, d.content_sha1, d.simhash, d.simhash_band0 AS b0, d.simhash_band1 AS b1,
+           d.simhash_band2 AS b2, d.simhash_band3 AS b3, d.text_length, d.clause_count,
+           x.duplicate_distance AS dup_dist, x.review_distance, 0 AS n_boiler
+      FROM documents d, LATERAL dedup_simhash_distances(d.text_length, s) x
+     WHERE d.seen_at >= v_from;
+    CREATE INDEX ON dedup_rb_docs (doc_id);
+    ANALYZE dedup_rb_docs;
+
+    -- clause holders within the window either side, the document itself not counted
+    CREATE TEMP TABLE dedup_rb_clauses ON COMMIT DROP AS
+    SELECT c.clause_hash, c.doc_id, c.seen_at,
+           count(*) OVER (PARTITION BY c.clause_hash ORDER BY c.seen_at
+                          RANGE BETWEEN v_window PRECEDING AND v_window FOLLOWING) - 1 AS holders
+      FROM document_clauses c
+     WHERE c.seen_at >= v_from;
+    UPDATE dedup_rb_docs d SET n_boiler = b.n
+      FROM (SELECT c.doc_id, count(*) AS n FROM dedup_rb_clauses c
+             WHERE c.holders >= (s ->> 'containment_boilerplate_docs')::integer GROUP BY c.doc_id) b
+     WHERE d.doc_id = b.doc_id;
+    DELETE FROM dedup_rb_clauses c WHERE c.holders >= (s ->> 'containment_boilerplate_docs')::integer;
+    ANALYZE dedup_rb_clauses;
+
+    -- pairs (a later than b) from equal texts, SimHash bands (radius 1 when
+    -- the review distance needs it: within 7 bits some band differs by at
+    -- most one), shared useful clauses and shared MinHash bands
+    CREATE TEMP TABLE dedup_rb_pairs ON COMMIT DROP AS
+    WITH band_pairs AS (
+        SELECT a.doc_id AS a_id, b.doc_id AS b_id
+          FROM dedup_rb_docs a, unnest(dedup_band_neighbours(a.b0, v_radius)) v
+          JOIN dedup_rb_docs b ON b.b0 = v
+        UNION
+        SELECT a.doc_id, b.doc_id
+          FROM dedup_rb_docs a, unnest(dedup_band_neighbours(a.b1, v_radius)) v
+          JOIN dedup_rb_docs b ON b.b1 = v
+        UNION
+        SELECT a.doc_id, b.doc_id
+          FROM dedup_rb_docs a, unnest(dedup_band_neighbours(a.b2, v_radius)) v
+          JOIN dedup_rb_docs b ON b.b2 = v
+        UNION
+        SELECT a.doc_id, b.doc_id
+          FROM dedup_rb_docs a, unnest(dedup_band_neighbours(a.b3, v_radius)) v
+          JOIN dedup_rb_docs b ON b.b3 = v
+    ), clause_pairs AS (
+        SELECT a.doc_id AS a_id, b.doc_id AS b_id, count(*) AS shared
+          FROM dedup_rb_clauses a
+          JOIN document_clauses b ON b.clause_hash = a.clause_hash
+                                 AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
+                                 AND b.seen_at >= v_from
+         WHERE (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
+         GROUP BY 1, 2
+    ), exact_pairs AS (
+        -- every earlier copy within the window: streaming compares with the
+        -- copy still kept, which may be any of them
+        SELECT a.doc_id AS a_id, b.doc_id AS b_id
+          FROM dedup_rb_docs a
+          JOIN dedup_rb_docs b ON b.content_sha1 = a.content_sha1
+                              AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
+                              AND (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
+    ), minhash_pairs AS (
+        -- texts sharing a MinHash band value: the MinHash layer's candidates
+        -- (a pair that shares none is not compared, as in streaming)
+        SELECT DISTINCT a.doc_id AS a_id, b.doc_id AS b_id
+          FROM document_minhash_bands a
+          JOIN document_minhash_bands b ON b.band_key = a.band_key
+                                       AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
+                                       AND b.seen_at >= v_from
+         WHERE v_mh_dup IS NOT NULL AND a.seen_at >= v_since
+           AND (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
+    )
+    SELECT a.doc_id AS a_id, a.seen_at AS a_seen, b.doc_id AS b_id, b.seen_at AS b_seen,
+           a.content_sha1 = b.content_sha1 AS exact,
+           bit_count((a.simhash # b.simhash)::bit(64))::integer AS dist,
+           coalesce(cp.shared, 0)::integer AS shared,
+           a.clause_count - a.n_boiler AS n_item, b.clause_count - a.n_boiler AS stored_n,
+           a.dup_dist, a.review_distance, a.content_sha1 AS a_sha1, b.content_sha1 AS b_sha1,
+           mp.a_id IS NOT NULL AS mh_band
+      FROM (SELECT a_id, b_id FROM band_pairs
+            UNION SELECT a_id, b_id FROM clause_pairs WHERE shared >= 2
+            UNION SELECT a_id, b_id FROM exact_pairs
+            UNION SELECT a_id, b_id FROM minhash_pairs) p
+      JOIN dedup_rb_docs a ON a.doc_id = p.a_id
+      JOIN dedup_rb_docs b ON b.doc_id = p.b_id
+      LEFT JOIN clause_pairs cp ON cp.a_id = p.a_id AND cp.b_id = p.b_id
+      LEFT JOIN minhash_pairs mp ON mp.a_id = p.a_id AND mp.b_id = p.b_id
+     WHERE (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
+       AND a.seen_at - b.seen_at <= v_window
+       AND a.seen_at >= v_since;
+    DELETE FROM dedup_rb_pairs p
+     WHERE p.a_sha1 <> p.b_sha1 AND dedup_pair_whitelisted(p.a_sha1, p.b_sha1);
+    DELETE FROM dedup_rb_pairs p
+     WHERE EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = p.a_sha1);
+
+    -- Signatures and facts are read from documents for the rows that need
+    -- them only (dedup_rb_docs, which holds every document, stays small).
+    RETURN QUERY
+    WITH ev AS (
+        SELECT p.*,
+               CASE WHEN p.mh_band AND NOT p.exact THEN
+                   (SELECT dedup_minhash_similarity(db.minhash, da.minhash)
+                      FROM documents da, documents db
+                     WHERE da.doc_id = p.a_id AND da.seen_at = p.a_seen
+                       AND db.doc_id = p.b_id AND db.seen_at = p.b_seen) END AS mh_sim,
+               p.shared::double precision / nullif(least(p.n_item, greatest(p.stored_n, p.shared)), 0) AS ratio,
+               p.shared::double precision / nullif(p.n_item, 0) AS incoming_share,
+               jsonb_build_object(
+                   'simhash_distance', p.dup_dist, 'simhash_review_distance', p.review_distance,
+                   'containment_threshold', s -> 'containment_threshold',
+                   'containment_review_threshold', s -> 'containment_review_threshold',
+                   'containment_incoming_share', s -> 'containment_incoming_share',
+                   'minhash_threshold', v_mh_dup,
+                   'minhash_review_threshold', v_mh_review,
+                   'facts_disagreement_share', v_facts_share,
+                   'facts_added_share', v_facts_added,
+                   'window_days', s -> 'window_days') AS t
+          FROM dedup_rb_pairs p
+    ), judged AS (
+        -- exact
+        SELECT e.a_id, e.a_seen, e.b_id, e.b_seen, 'duplicate' AS j_verdict, 'exact' AS j_layer,
+               1.0::double precision AS j_score, 0 AS j_distance, e.t AS j_t
+          FROM ev e WHERE e.exact
+        UNION ALL
+        -- SimHash: within the duplicate distance, and long texts share some clauses
+        SELECT e.a_id, e.a_seen, e.b_id, e.b_seen,
+               CASE WHEN e.dist <= e.dup_dist
+                     AND NOT (e.n_item >= 5 AND e.stored_n >= 5
+                              AND e.shared < (s ->> 'simhash_min_clause_overlap')::double precision
+                                             * least(e.n_item, e.stored_n))
+                    THEN 'duplicate' ELSE 'review' END,
+               'simhash', (1.0 - e.dist / 64.0)::double precision, e.dist, e.t
+          FROM ev e WHERE NOT e.exact AND e.dist <= e.review_distance
+        UNION ALL
+        -- containment
+        SELECT e.a_id, e.a_seen, e.b_id, e.b_seen,
+               CASE WHEN e.ratio >= (s ->> 'containment_threshold')::double precision
+                     AND e.incoming_share >= (s ->> 'containment_incoming_share')::double precision
+                    THEN 'duplicate'
+                    WHEN e.ratio >= (s ->> 'containment_threshold')::double precision
+                     AND e.shared = e.stored_n AND e.stored_n >= 2
+                    THEN 'lead'
+                    ELSE 'review' END,
+               'containment', least(e.ratio, 1.0), NULL::integer,
+               -- the lead rule needs how many of the earlier text's clauses count
+               e.t || jsonb_build_object('lead_n', e.stored_n)
+          FROM ev e
+         WHERE NOT e.exact AND e.n_item >= 2 AND e.shared >= 2
+           AND e.shared >= least((s ->> 'containment_min_shared')::integer, e.n_item,
+                                 greatest(e.stored_n, e.shared))
+           AND e.ratio >= least((s ->> 'containment_review_threshold')::double precision,
+                                (s ->> 'containment_threshold')::double precision)
+        UNION ALL
+        -- MinHash: estimated 5-gram Jaccard of texts sharing a band
+        SELECT e.a_id, e.a_seen, e.b_id, e.b_seen,
+               CASE WHEN e.mh_sim >= v_mh_dup THEN 'duplicate' ELSE 'review' END,
+               'minhash', e.mh_sim, NULL::integer, e.t
+          FROM ev e
+         WHERE NOT e.exact AND v_mh_dup IS NOT NULL AND e.mh_sim >= v_mh_review
+    ), with_facts AS (
+        -- the facts of both texts of a near-duplicate match
+        SELECT j.*,
+               (SELECT d.facts FROM documents d WHERE d.doc_id = j.a_id AND d.seen_at = j.a_seen) AS a_facts,
+               (SELECT d.facts FROM documents d WHERE d.doc_id = j.b_id AND d.seen_at = j.b_seen) AS b_facts
+          FROM judged j
+         WHERE j.j_verdict IN ('duplicate', 'lead') AND j.j_layer <> 'exact' AND v_facts_share IS NOT NULL
+    ), checked AS (
+        -- the fact check (the later text's facts first, as dedup_ingest passes
+        -- the incoming text's): both sides differ, or else the later text adds
+        -- many facts (the caller checks the lead clauses: that rule does not
+        -- apply when the later text opens with the earlier one's clauses)
+        SELECT f.a_id, f.a_seen, f.b_id, f.b_seen, f.j_verdict, f.j_layer, f.j_score, f.j_distance, f.j_t,
+               x.both_sides, NOT x.both_sides AND v_facts_added IS NOT NULL
+                   AND dedup_facts_disagree(f.a_facts, f.b_facts, v_facts_share, v_facts_added) AS added
+          FROM with_facts f, LATERAL (SELECT dedup_facts_disagree(f.a_facts, f.b_facts, v_facts_share, NULL)
+                                        AS both_sides) x
+        UNION ALL
+        SELECT j.*, false, false
+          FROM judged j
+         WHERE NOT (j.j_verdict IN ('duplicate', 'lead') AND j.j_layer <> 'exact' AND v_facts_share IS NOT NULL)
+    )
+    SELECT c.a_id, c.a_seen, c.b_id, c.b_seen,
+           CASE WHEN c.both_sides AND c.j_verdict = 'duplicate' THEN 'review' ELSE c.j_verdict END,
+           c.j_layer, c.j_score, c.j_distance,
+           CASE WHEN c.both_sides THEN c.j_t || jsonb_build_object('facts_disagree', true)
+                WHEN c.added THEN c.j_t || jsonb_build_object('facts_added', true)
+                ELSE c.j_t END
+      FROM checked c;
+END $$;
+
+COMMENT ON FUNCTION dedup_rebuild_pairs(timestamptz, jsonb) IS
+    'Candidate pairs of a rebuild (exact, SimHash band self-joins, shared clauses, shared MinHash bands) with each layer''s verdict under dedup_ingest''s rules, fact check included. Called by dedup-pg rebuild.';
+
+-- Semantic pairs: each document's p_k nearest stored vectors of the active
+-- model (its HNSW index) within the window, at or above the review cosine of
+-- the later document's content type; duplicate when at or above the duplicate
+-- cosine and the numbers agree (dedup_ingest_semantic's rules).
+CREATE FUNCTION dedup_rebuild_vector_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
+RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
+               verdict text, layer text, score double precision, distance integer, thresholds jsonb)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    s jsonb := dedup_effective_settings(NULL, p_overrides);
+    v_model embedding_models;
+    v_window interval := make_interval(days => (s ->> 'window_days')::integer);
+    v_from timestamptz;
+BEGIN
+    SELECT * INTO v_model FROM embedding_models m WHERE m.status = 'active';
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF v_window = interval '0' THEN
+        v_window := interval '100000 days';
+    END IF;
+    v_from := CASE WHEN p_since IS NULL THEN '-infinity' ELSE p_since - v_window END;
+    PERFORM set_config('hnsw.ef_search', s ->> 'semantic_ef_search', true);
+    BEGIN
+        PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
+    EXCEPTION WHEN OTHERS THEN
+        NULL;
+    END;
+    RETURN QUERY EXECUTE format($q$
+        WITH near AS (
+            SELECT x.doc_id, x.seen_at, n.doc_id AS other_id, n.seen_at AS other_seen_at, n.cos
+              FROM document_embeddings x
+              CROSS JOIN LATERAL (
+                  SELECT e.doc_id, e.seen_at, 1 - (e.embedding::halfvec(%1$s) <=> x.embedding::halfvec(%1$s)) AS cos
+                    FROM document_embeddings e
+                   WHERE e.model_id = %2$s AND e.seen_at BETWEEN x.seen_at - $2 AND x.seen_at + $2
+                     AND e.doc_id <> x.doc_id
+                   ORDER BY e.embedding::halfvec(%1$s) <=> x.embedding::halfvec(%1$s)
+                   LIMIT $3) n
+             WHERE x.model_id = %2$s AND x.seen_at >= $1
+        ), pairs AS (
+            -- the later document of each pair is the one checked
+            SELECT DISTINCT ON (a_id, b_id) a_id, a_seen, b_id, b_seen, cos
+              FROM (SELECT CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.doc_id ELSE n.other_id END AS a_id,
+                           CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.seen_at ELSE n.other_seen_at END AS a_seen,
+                           CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.other_id ELSE n.doc_id END AS b_id,
+                           CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.other_seen_at ELSE n.seen_at END AS b_seen,
+                           n.cos
+                      FROM near n) o
+             WHERE a_seen >= $4 AND b_seen >= $1
+        ), judged AS (
+            SELECT p.*, a.content_sha1 AS a_sha1, b.content_sha1 AS b_sha1,
+                   coalesce(src.content_type, $5 ->> 'content_type') AS ct,
+                   concat_ws(E'\n', a.title, a.body) AS a_text, concat_ws(E'\n', b.title, b.body) AS b_text
+              FROM pairs p
+              JOIN documents a ON a.doc_id = p.a_id AND a.seen_at = p.a_seen
+              JOIN documents b ON b.doc_id = p.b_id AND b.seen_at = p.b_seen
+              LEFT JOIN dedup_sources src ON src.source = a.source
+        ), thr AS (
+            SELECT j.*,
+                   coalesce(($5 ->> 'semantic_duplicate')::double precision,
+                            ($6::jsonb -> j.ct ->> 'duplicate')::double precision) AS dup,
+                   coalesce(($5 ->> 'semantic_review')::double precision,
+                            ($6::jsonb -> j.ct ->> 'review')::double precision,
+                            ($6::jsonb -> j.ct ->> 'duplicate')::double precision) AS review
+              FROM judged j
+             WHERE NOT dedup_pair_whitelisted(j.a_sha1, j.b_sha1)
+               AND NOT EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = j.a_sha1)
+        )
+        SELECT t.a_id, t.a_seen, t.b_id, t.b_seen,
+               CASE WHEN t.cos >= t.dup
+                     AND dedup_number_overlap(dedup_numbers(t.a_text), dedup_numbers(t.b_text))
+                         >= ($5 ->> 'semantic_min_number_overlap')::double precision
+                    THEN 'duplicate' ELSE 'review' END,
+               'semantic', t.cos::double precision, NULL::integer,
+               jsonb_build_object('model', $7::text, 'content_type', t.ct, 'semantic_duplicate', t.dup,
+                                  'semantic_review', t.review,
+                                  'semantic_min_number_overlap', $5 -> 'semantic_min_number_overlap',
+                                  'window_days', $5 -> 'window_days')
+          FROM thr t
+         WHERE t.cos >= t.review
+        $q$, v_model.dimensions, v_model.model_id)
+    USING v_from, v_window, (s ->> 'semantic_neighbours')::integer, coalesce(p_since, '-infinity'),
+          s, v_model.thresholds, v_model.name;
+END $$;
+
+COMMENT ON FUNCTION dedup_rebuild_vector_pairs(timestamptz, jsonb) IS
+    'Semantic candidate pairs of a rebuild: nearest stored vectors of the active model (HNSW), judged by dedup_ingest_semantic''s thresholds. Called by dedup-pg rebuild.';
+
+-- Demote cluster members: each p_links item (doc_id, seen_at, kept_doc_id,
+-- kept_seen_at, layer, score, distance, thresholds) becomes a restorable
+-- 'auto' candidate of the kept document (dedup_demote_document: sightings and
+-- candidates re-pointed, a pending review of it superseded). Skipped, and not
+-- returned: a document or kept document that is gone, a whitelisted text or
+-- pair, a document a reviewer kept (restored, dismissed). Streaming writers
+-- are locked out for the transaction. Returns (doc_id, candidate_id).
+CREATE FUNCTION dedup_rebuild_demote(p_links jsonb)
+RETURNS TABLE (doc_id bigint, candidate_id bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    l record;
+    v_sha1 bytea;
+    v_kept_sha1 bytea;
+    v_review bigint;
+    v_cid bigint;
+BEGIN
+    LOCK TABLE dedup_lock_stripes IN EXCLUSIVE MODE;
+    FOR l IN SELECT * FROM jsonb_to_recordset(p_links) AS x(
+                 doc_id bigint, seen_at timestamptz, kept_doc_id bigint, kept_seen_at timestamptz,
+                 layer text, score double precision, distance integer, thresholds jsonb) LOOP
+        SELECT d.content_sha1 INTO v_sha1 FROM documents d WHERE d.doc_id = l.doc_id AND d.seen_at = l.seen_at;
+        SELECT d.content_sha1 INTO v_kept_sha1 FROM documents d
+         WHERE d.doc_id = l.kept_doc_id AND d.seen_at = l.kept_seen_at;
+        CONTINUE WHEN v_sha1 IS NULL OR v_kept_sha1 IS NULL;
+        CONTINUE WHEN EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = v_sha1);
+        CONTINUE WHEN v_sha1 <> v_kept_sha1 AND dedup_pair_whitelisted(v_sha1, v_kept_sha1);
+        CONTINUE WHEN EXISTS (SELECT 1 FROM duplicate_candidates c
+                               WHERE c.doc_id = l.doc_id AND c.status IN ('restored', 'dismissed'));
+        SELECT c.candidate_id INTO v_review FROM duplicate_candidates c
+         WHERE c.doc_id = l.doc_id AND c.status = 'pending' ORDER BY c.candidate_id DESC LIMIT 1;
+        v_cid := dedup_demote_document(l.doc_id, l.seen_at, v_review, l.kept_doc_id, l.kept_seen_at,
+                                       l.layer, l.score, l.thresholds);
+        UPDATE duplicate_candidates c SET distance = l.distance
+         WHERE c.candidate_id = v_cid AND c.seen_at = l.seen_at AND l.distance IS NOT NULL;
+        -- a pending review of the kept document against this one is moot now
+        -- (re-pointed, it would compare the kept document with itself): it
+        -- goes, and its sighting is a plain 'new' one again
+        UPDATE document_sightings s SET verdict = 'new', layer = NULL, score = NULL, candidate_id = NULL
+         WHERE s.candidate_id IN (SELECT c.candidate_id FROM duplicate_candidates c
+                                   WHERE c.doc_id = l.kept_doc_id AND c.matched_doc_id = l.kept_doc_id
+                                     AND c.status = 'pending');
+        DELETE FROM duplicate_candidates c
+         WHERE c.doc_id = l.kept_doc_id AND c.matched_doc_id = l.kept_doc_id AND c.status = 'pending';
+        -- the text's digest stays with a document that holds it
+        IF v_sha1 = v_kept_sha1 THEN
+            INSERT INTO document_digests AS g (content_sha1, doc_id, seen_at)
+            VALUES (v_kept_sha1, l.kept_doc_id, l.kept_seen_at)
+            ON CONFLICT (content_sha1) DO NOTHING;
+        END IF;
+        doc_id := l.doc_id;
+        candidate_id := v_cid;
+        RETURN NEXT;
+    END LOOP;
+END $$;
+
+-- Queue reviews found by a rebuild: each p_reviews item (doc_id, seen_at,
+-- matched_doc_id, matched_seen_at, layer, score, distance, thresholds) becomes
+-- a pending candidate of the kept document, as streaming ingest queues one
+-- (its 'new' sighting becomes a 'review' one). Skipped: a document that has
+-- any candidate of its own already (queued, or decided by a reviewer), gone
+-- documents, whitelisted texts and pairs. Returns (doc_id, candidate_id).
+CREATE FUNCTION dedup_rebuild_review(p_reviews jsonb)
+RETURNS TABLE (doc_id bigint, candidate_id bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    l record;
+    v_sha1 bytea;
+    v_matched_sha1 bytea;
+    v_cid bigint;
+BEGIN
+    LOCK TABLE dedup_lock_stripes IN EXCLUSIVE MODE;
+    FOR l IN SELECT * FROM jsonb_to_recordset(p_reviews) AS x(
+                 doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
+                 layer text, score double precision, distance integer, thresholds jsonb) LOOP
+        SELECT d.content_sha1 INTO v_sha1 FROM documents d WHERE d.doc_id = l.doc_id AND d.seen_at = l.seen_at;
+        SELECT d.content_sha1 INTO v_matched_sha1 FROM documents d
+         WHERE d.doc_id = l.matched_doc_id AND d.seen_at = l.matched_seen_at;
+        CONTINUE WHEN v_sha1 IS NULL OR v_matched_sha1 IS NULL;
+        CONTINUE WHEN EXISTS (SELECT 1 FROM duplicate_candidates c WHERE c.doc_id = l.doc_id);
+        CONTINUE WHEN EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = v_sha1);
+        CONTINUE WHEN v_sha1 <> v_matched_sha1 AND dedup_pair_whitelisted(v_sha1, v_matched_sha1);
+        DELETE FROM document_sightings s
+         WHERE s.doc_id = l.doc_id AND s.seen_at = l.seen_at AND s.verdict = 'new';
+        v_cid := dedup_record_candidate(
+            dedup_document_item(l.doc_id, l.seen_at), 'pending', l.layer, l.doc_id,
+            l.matched_doc_id, l.matched_seen_at, NULL, l.score, l.distance, l.thresholds);
+        doc_id := l.doc_id;
+        candidate_id := v_cid;
+        RETURN NEXT;
+    END LOOP;
+END $$;
+
