@@ -76,9 +76,9 @@ def weighted_terms(text: str) -> dict[str, float]:
     return {term: tf * table.get(term, median_idf) for term, tf in counts.items()}
 
 
-#: Terms a :class:`TermTable` holds before it starts afresh (about 150 bytes
-#: each: a long-running service meets new names and numbers every day, and
-#: must not keep all of them).
+#: Terms a :class:`TermTable` holds before it starts afresh (about 170 bytes
+#: each, the term included, so at most about 85 MB: a long-running service
+#: meets new names and numbers every day and must not keep all of them).
 TERM_TABLE_LIMIT = 500_000
 
 
