@@ -13,6 +13,7 @@ oversized requests 413, bad documents a per-item ``error`` verdict.
 from __future__ import annotations
 
 import hmac
+import json
 import os
 import queue
 from collections.abc import Iterator
@@ -23,9 +24,11 @@ from typing import Annotated, Any
 import psycopg
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.utils import is_body_allowed_for_status_code
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import __version__, database
 from .deduper import Deduper
@@ -36,6 +39,22 @@ DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 # module level: with postponed annotations FastAPI resolves them in this namespace
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(HTTPBearer(auto_error=False))]
 DEFAULT_MAX_DOCUMENTS = 1000
+
+
+class _JSON(JSONResponse):
+    """JSON that never fails on what a client sent. Strings are echoed back
+    (an id in a verdict, a setting's name in a 422), and JSON lets a client
+    send a lone surrogate (``"\\ud800"``), which UTF-8 cannot encode: such a
+    response is written with ``\\u`` escapes instead, so the client gets back
+    exactly the string it sent."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(
+                content, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+            ).encode("ascii")
 
 
 class DocumentIn(BaseModel):
@@ -105,7 +124,10 @@ class _Pool:
         dd = self._free.get()
         try:
             if dd.conn.closed or dd.conn.broken:
-                dd = Deduper(dd.dsn, migrate=False)
+                fresh = Deduper(dd.dsn, migrate=False)
+                dd.close()  # frees the broken connection's resources
+                self._all[self._all.index(dd)] = fresh  # what close() closes
+                dd = fresh
             yield dd
         finally:
             self._free.put(dd)
@@ -148,6 +170,8 @@ def create_app(
         version=__version__,
         summary="Text de-duplication verdicts: new, duplicate (of what, by which layer) or review.",
         lifespan=lifespan,
+        # not pydantic's own JSON writer, which fails on lone surrogates
+        default_response_class=_JSON,
         max_body_size=max_bytes,  # larger bodies (also chunked ones) get 413
     )
 
@@ -164,11 +188,18 @@ def create_app(
         # a body that is not JSON at all is a 400; JSON of the wrong shape a 422
         bad_json = any(e.get("type") == "json_invalid" for e in exc.errors())
         errors = [{k: e[k] for k in ("loc", "msg", "type") if k in e} for e in exc.errors()]
-        return JSONResponse({"detail": errors}, status_code=400 if bad_json else 422)
+        return _JSON({"detail": errors}, status_code=400 if bad_json else 422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        # FastAPI's own handler, written with _JSON (a detail may quote the input)
+        if not is_body_allowed_for_status_code(exc.status_code):
+            return Response(status_code=exc.status_code, headers=exc.headers)
+        return _JSON({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(psycopg.OperationalError)
     async def unavailable(request: Request, exc: psycopg.OperationalError) -> JSONResponse:
-        return JSONResponse({"detail": "database unavailable"}, status_code=503)
+        return _JSON({"detail": "database unavailable"}, status_code=503)
 
     @app.post(
         "/v1/check",

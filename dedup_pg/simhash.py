@@ -32,11 +32,16 @@ _hash_cache: dict[str, int] = {}
 _HASH_CACHE_LIMIT = 2_000_000
 
 
+def term_hash_uncached(term: str) -> int:
+    """:func:`term_hash` without its cache (for callers that keep the value)."""
+    return int.from_bytes(hashlib.md5(term.encode("utf-8")).digest()[-8:], "big")
+
+
 def term_hash(term: str) -> int:
     """Stable 64-bit hash of a term (first 8 bytes of MD5, as the simhash package)."""
     value = _hash_cache.get(term)
     if value is None:
-        value = int.from_bytes(hashlib.md5(term.encode("utf-8")).digest()[-8:], "big")
+        value = term_hash_uncached(term)
         if len(_hash_cache) < _HASH_CACHE_LIMIT:
             _hash_cache[term] = value
     return value

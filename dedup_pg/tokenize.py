@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
@@ -75,33 +76,69 @@ def weighted_terms(text: str) -> dict[str, float]:
     return {term: tf * table.get(term, median_idf) for term, tf in counts.items()}
 
 
+#: Terms a :class:`TermTable` holds before it starts afresh (about 170 bytes
+#: each, the term included, so at most about 85 MB: a long-running service
+#: meets new names and numbers every day and must not keep all of them).
+TERM_TABLE_LIMIT = 500_000
+
+
 class TermTable:
-    """Every term seen so far, with its IDF and 64-bit hash in numpy arrays.
+    """Terms seen so far, with their IDF and 64-bit hash in numpy arrays.
 
     One dictionary lookup per distinct term of a document replaces three (stop
     list, IDF, hash), and the per-document work becomes array indexing.
+
+    It is a cache: values depend on the term only, so it is emptied when it
+    reaches ``limit`` terms (RSS levels off in a long-running process). Safe
+    for threads (the HTTP service fingerprints requests in parallel): terms
+    are added under a lock, and a reader uses one consistent snapshot of
+    (index, IDF, hashes), which writers only ever extend in place or replace.
     """
 
-    def __init__(self) -> None:
-        self._index: dict[str, int] = {}
-        self._idf = np.zeros(1024)
-        self._hash = np.zeros(1024, dtype=np.uint64)
+    def __init__(self, limit: int = TERM_TABLE_LIMIT) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._state: tuple[dict[str, int], np.ndarray, np.ndarray] = self._empty()
 
-    def _add(self, term: str) -> int:
-        from .simhash import term_hash
+    @staticmethod
+    def _empty() -> tuple[dict[str, int], np.ndarray, np.ndarray]:
+        return {}, np.zeros(1024), np.zeros(1024, dtype=np.uint64)
+
+    def __len__(self) -> int:
+        return len(self._state[0])
+
+    def _add(self, terms: Iterable[str]) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
+        """Add the missing ``terms``; the snapshot that holds all of them."""
+        from .simhash import term_hash_uncached
 
         table, median_idf = _idf_table()
-        i = len(self._index)
-        if i == len(self._idf):  # grow by doubling: amortized O(1) per term
-            self._idf = np.concatenate([self._idf, np.zeros(i)])
-            self._hash = np.concatenate([self._hash, np.zeros(i, dtype=np.uint64)])
-        # stop tokens and punctuation get weight 0: they are in the table so
-        # that they are looked up once, and vote with nothing
-        keep = term not in STOP_TOKENS and _WORD.search(term) is not None
-        self._idf[i] = table.get(term, median_idf) if keep else 0.0
-        self._hash[i] = term_hash(term)
-        self._index[term] = i
-        return i
+        with self._lock:
+            index, idf, hashes = self._state
+            missing = [t for t in dict.fromkeys(terms) if t not in index]
+            if len(index) + len(missing) > self.limit:
+                index, idf, hashes = self._empty()
+                missing = list(dict.fromkeys(terms))
+            need = len(index) + len(missing)
+            if need > len(idf):
+                # grow by doubling (amortized O(1) per term) into new objects,
+                # so a reader holding the old snapshot stays consistent
+                size = max(len(idf), 1024)
+                while size < need:
+                    size *= 2
+                idf = np.concatenate([idf, np.zeros(size - len(idf))])
+                hashes = np.concatenate([hashes, np.zeros(size - len(hashes), dtype=np.uint64)])
+                index = dict(index)
+            i = len(index)
+            for term in missing:
+                # stop tokens and punctuation get weight 0: they are in the table
+                # so that they are looked up once, and vote with nothing
+                keep = term not in STOP_TOKENS and _WORD.search(term) is not None
+                idf[i] = table.get(term, median_idf) if keep else 0.0
+                hashes[i] = term_hash_uncached(term)
+                index[term] = i  # after its values: a reader seeing it finds them
+                i += 1
+            self._state = (index, idf, hashes)
+            return self._state
 
     def weights(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(hashes, TF-IDF weights) of the distinct terms of ``text``."""
@@ -112,13 +149,14 @@ class TermTable:
         segmentation: ``rjieba.cut``, or the words of ``rjieba.tag``, which
         segments alike)."""
         counts = Counter(words)
-        index = self._index
+        index, idf, hashes = self._state
         ids = list(map(index.get, counts))
         if None in ids:
-            ids = [i if i is not None else self._add(t) for i, t in zip(ids, counts, strict=True)]
+            index, idf, hashes = self._add(counts)
+            ids = list(map(index.__getitem__, counts))
         idx = np.array(ids, dtype=np.intp)
         tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
-        return self._hash[idx], tf * self._idf[idx]
+        return hashes[idx], tf * idf[idx]
 
 
 TERMS = TermTable()

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
 import httpx
+import psycopg
 import pytest
 
 from dedup_pg.service import create_app
@@ -47,14 +48,20 @@ def _start(dsn, *args, env=None):
 
 
 @pytest.fixture(scope="module")
-def server(template_dsn):
+def served(template_dsn):
+    """(url, dsn) of one server for the module."""
     with fresh_database(template_dsn) as dsn:
         proc, url = _start(dsn, "--max-bytes", "200000", "--pool-size", "6")
         try:
-            yield url
+            yield url, dsn
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def server(served):
+    return served[0]
 
 
 def test_ingest_check_and_fetch(server, sina):
@@ -204,12 +211,69 @@ def test_schemathesis_finds_no_server_errors(server):
         text=True,
         timeout=600,
         cwd=REPO / "tests",
+        # lone surrogates in the bodies: Schemathesis alone never makes them
+        env={**os.environ, "SCHEMATHESIS_HOOKS": str(REPO / "tests" / "schemathesis_hooks.py")},
     )
     assert result.returncode == 0, result.stdout[-3000:]
     assert "passed" in result.stdout
+
+
+LONE_SURROGATES = ("\ud800", "\udfff")
+
+
+def _post_json(url, value):
+    # json.dumps writes a lone surrogate as the escape "\ud800": valid JSON
+    # (what a crawler in another language may send), though not valid UTF-8
+    body = json.dumps(value, ensure_ascii=True).encode("ascii")
+    return httpx.post(url, content=body, headers={"content-type": "application/json"})
+
+
+@pytest.mark.parametrize("field", ["id", "source", "title", "body", "url"])
+def test_lone_surrogates_are_user_input_not_server_errors(served, field):
+    server, dsn = served
+    count = "SELECT count(*) FROM ingest_errors"
+    with psycopg.connect(dsn) as conn:
+        before = conn.execute(count).fetchone()[0]
+    for sur in LONE_SURROGATES:
+        bad = {"id": f"sur-{field}", "body": TEXT, field: f"a{sur}b"}
+        good = {"id": f"ok-{field}-{ord(sur):x}", "body": f"{TEXT}({field} {ord(sur):x})"}
+        r = _post_json(f"{server}/v1/ingest", {"documents": [bad, good]})
+        assert r.status_code == 200, r.text
+        verdicts = r.json()["verdicts"]
+        # the bad item is reported on its own (its id as sent, or escaped to be
+        # storable); the other is stored
+        ids = (bad["id"], bad["id"].encode("utf-8", "backslashreplace").decode("utf-8"))
+        assert verdicts[0]["verdict"] == "error" and verdicts[0]["id"] in ids, verdicts[0]
+        assert verdicts[1]["verdict"] in ("new", "duplicate"), verdicts[1]
+        r = _post_json(f"{server}/v1/check", bad)
+        assert r.status_code == 200, r.text
+        assert r.json()["verdict"] == "error" and r.json()["id"] in ids, r.json()
+        # a 422 that quotes the input
+        r = _post_json(f"{server}/v1/check", {"body": TEXT, "thresholds": {f"x{sur}": 1}})
+        assert r.status_code == 422, r.text
+        assert f"x{sur}" in r.json()["detail"]
+    with psycopg.connect(dsn) as conn:
+        after = conn.execute(count).fetchone()[0]
+    assert after - before == len(LONE_SURROGATES), "every rejected item is in ingest_errors"
+    assert httpx.get(f"{server}/metrics").status_code == 200
 
 
 def test_checked_in_openapi_schema_is_current():
     current = json.loads(json.dumps(create_app("postgresql://unused").openapi(), sort_keys=True))
     checked_in = json.loads((REPO / "docs" / "openapi.json").read_text(encoding="utf-8"))
     assert current == checked_in, "regenerate: dedup-pg serve --openapi > docs/openapi.json"
+
+
+def test_pool_replaces_a_broken_connection_and_keeps_its_size(dsn):
+    from dedup_pg.service import _Pool
+
+    pool = _Pool(dsn, 2)
+    try:
+        first = pool._all[0]
+        first.conn.close()
+        with pool.deduper() as dd:
+            assert dd is not first and dd.conn.execute("SELECT 1").fetchone() == (1,)
+        assert len(pool._all) == 2 and first not in pool._all and dd in pool._all
+    finally:
+        pool.close()
+    assert all(d.conn.closed for d in pool._all)

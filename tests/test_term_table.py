@@ -1,0 +1,51 @@
+"""The term table is shared by every thread of a process (the HTTP service
+fingerprints requests in parallel) and lives as long as the process."""
+
+import sys
+import threading
+
+import numpy as np
+
+from dedup_pg import simhash as sh
+from dedup_pg.tokenize import TermTable, weighted_terms
+
+
+def test_threads_adding_terms_at_once_get_their_own_hashes():
+    # before the lock: IndexError (an array grown by one thread under another)
+    # and terms holding another term's hash, so wrong SimHashes for good
+    table = TermTable()
+    failures = []
+
+    def work(k):
+        try:
+            for j in range(400):
+                words = [f"w{k}_{j}_{m}" for m in range(20)]
+                hashes, _ = table.term_weights(words)
+                expected = np.array([sh.term_hash(w) for w in words], dtype=np.uint64)
+                if not np.array_equal(hashes, expected):
+                    failures.append(words)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            failures.append(repr(exc))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
+    assert len(table) == 8 * 400 * 20
+
+
+def test_a_full_table_starts_afresh_with_the_same_values(sina):
+    table = TermTable(limit=2000)
+    body = sina[0]["body"]
+    first = sh.simhash_arrays(*table.weights(body))
+    for article in sina[1:40]:
+        table.weights(article["body"])
+        assert len(table) <= 2000 + 2000  # a document's terms are added whole
+    assert sh.simhash_arrays(*table.weights(body)) == first == sh.simhash(weighted_terms(body))
