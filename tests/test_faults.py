@@ -211,6 +211,14 @@ def _clean_run(template_dsn: str, src: Path, tmp_path: Path) -> dict[str, object
         return _state(clean)
 
 
+def _ingest_killed(args: list[str], out: Path, size: int) -> None:
+    """Run ``dedup-pg ingest`` and SIGKILL it once ``out`` holds ``size`` bytes."""
+    proc = subprocess.Popen([*CLI, "ingest", *args], stderr=subprocess.PIPE)
+    _kill_when(proc, lambda: out.exists() and out.stat().st_size > size)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
 def _kill_when(proc: subprocess.Popen, ready, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while not ready():
@@ -226,11 +234,7 @@ def test_client_kill_9_then_rerun_converges_on_one_clean_run(template_dsn, dsn, 
     expected = _clean_run(template_dsn, src, tmp_path)
 
     out = tmp_path / "out.jsonl"
-    args = [*CLI, "ingest", str(src), "--dsn", dsn, "--batch-size", "50", "--out", str(out)]
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE)
-    _kill_when(proc, lambda: out.exists() and out.stat().st_size > 5_000)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    _ingest_killed([str(src), "--dsn", dsn, "--batch-size", "50", "--out", str(out)], out, 5_000)
     written = len(out.read_bytes().splitlines())
     assert 0 < written < 500
     # every verdict in the file belongs to a committed batch
@@ -260,12 +264,9 @@ def test_client_kill_9_then_resume_converges_and_the_verdict_file_is_whole(
         for line in (tmp_path / "clean.jsonl").read_text().splitlines()
     ]
     out = tmp_path / "out.jsonl"
-    args = [*CLI, "ingest", str(src), "--dsn", dsn, "--batch-size", "50", "--out", str(out)]
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE)
-    _kill_when(proc, lambda: out.exists() and out.stat().st_size > 2_000)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    result = _cli(*args[len(CLI) :], "--resume")
+    args = [str(src), "--dsn", dsn, "--batch-size", "50", "--out", str(out)]
+    _ingest_killed(args, out, 2_000)
+    result = _cli("ingest", *args, "--resume")
     assert result.returncode == EXIT_ALL_INGESTED, result.stderr
     assert "resuming after" in result.stderr
     assert _state(dsn) == expected
