@@ -144,3 +144,13 @@ def test_normalization_version():
     versions = re.findall(r"Normalization version: \*\*(\d+)\*\*", readme())
     assert versions == [str(NORMALIZATION_VERSION)]
     assert not re.search(r"Normalization \(version \d", readme())
+
+
+def test_compose_runs_the_postgresql_major_the_tests_run_on(dsn):
+    """docker-compose.yml is the server for users who want no embedded one: the
+    same major version as the embedded server every test runs on."""
+    compose = (Path(__file__).resolve().parents[1] / "docker-compose.yml").read_text()
+    images = re.findall(r"image:\s*pgvector/pgvector:pg(\d+)", compose)
+    with psycopg.connect(dsn) as conn:
+        major = conn.info.server_version // 10000
+    assert images == [str(major)]
