@@ -391,6 +391,7 @@ class SemanticLayer:
             item = r.verdict_columns()
             item.update(
                 seen_at=p["seen_at"],
+                external_id=p["external_id"],  # with source and sha1: re-delivery
                 source=p["source"],
                 content_type=p.get("content_type"),
                 sha1=p["sha1"],

@@ -369,3 +369,49 @@ def test_seen_is_the_exact_layer_alone(dd, sina):
         [a["id"]],
     )
     assert dd.seen(a["body"], a["title"]).verdict == "new"  # whitelisted: never a duplicate
+
+
+def test_an_item_delivered_again_is_answered_and_counted_once(dd, sina):
+    """Re-delivery (a crawler's restart sends what was committed): the same
+    source, id and text is answered with layer 'redelivery' and recorded once,
+    whether it was stored, an exact copy or a near copy; the same text under
+    another id, or from another source, or without an id, is a repost."""
+    a, b = _article(sina, 60), _article(sina, 61)
+    items = [
+        {**a, "source": "s1"},
+        {**a, "id": "exact-copy", "source": "s2"},  # exact duplicate of a
+        {**b, "source": "s1"},
+        {**b, "id": "near-copy", "body": b["body"][: len(b["body"]) * 4 // 5], "source": "s2"},
+    ]
+    first = list(dd.ingest_many(items))
+    assert [(v.verdict, v.layer) for v in first] == [
+        ("new", None),
+        ("duplicate", "exact"),
+        ("new", None),
+        ("duplicate", first[3].layer),
+    ]
+    assert first[3].layer in ("simhash", "containment", "minhash")
+
+    def counts():
+        return dd.conn.execute(
+            "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM document_sightings),"
+            " (SELECT count(*) FROM duplicate_candidates),"
+            " (SELECT sum(ingested) FROM dedup_daily_stats)"
+        ).fetchone()
+
+    before = counts()
+    again = list(dd.ingest_many(items))
+    assert [(v.verdict, v.layer) for v in again] == [("duplicate", "redelivery")] * 4
+    assert again[0].doc_id == first[0].doc_id and again[2].doc_id == first[2].doc_id
+    assert (again[1].candidate_id, again[3].candidate_id) == (
+        first[1].candidate_id,
+        first[3].candidate_id,
+    )
+    assert counts() == before
+    # not re-deliveries: another id, another source, no id
+    reposts = [
+        {**a, "id": "another-id", "source": "s1"},
+        {**a, "source": "s3"},
+        {"title": a["title"], "body": a["body"], "source": "s1"},
+    ]
+    assert [(v.verdict, v.layer) for v in dd.ingest_many(reposts)] == [("duplicate", "exact")] * 3

@@ -391,3 +391,27 @@ def test_unknown_model_is_a_clear_cli_error(dsn):
     assert result.exit_code == 1
     assert "no embedding model 'no-such-model'" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_semantic_duplicate_delivered_again_is_answered_and_not_recounted(sdd, articles):
+    """A crawler's re-run sends the same rewrite again (same source, id, text):
+    the hash layers store it for a moment, the semantic layer finds it was
+    recorded as this very duplicate, and what was stored of it goes again."""
+    sdd.set_setting("semantic_mode", "always")
+    list(sdd.ingest_many(articles))
+    copy = {**rewrite(articles[5]), "source": "other"}
+    first = sdd.ingest_batch([copy], thresholds=HASHES_OFF)[0]
+    assert (first.verdict, first.layer) == ("duplicate", "semantic")
+
+    def counts():
+        return sdd.conn.execute(
+            "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM document_sightings),"
+            " (SELECT count(*) FROM duplicate_candidates),"
+            " (SELECT count(*) FROM document_embeddings)"
+        ).fetchone()
+
+    before = counts()
+    again = sdd.ingest_batch([copy], thresholds=HASHES_OFF)[0]
+    assert (again.verdict, again.layer) == ("duplicate", "redelivery")
+    assert (again.candidate_id, again.matched_doc_id) == (first.candidate_id, first.matched_doc_id)
+    assert counts() == before
