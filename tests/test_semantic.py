@@ -130,7 +130,8 @@ def test_always_mode_embeds_each_batch_ahead_of_its_transaction(sdd, articles):
     assert _cos(stored, direct) > 0.999  # (halfvec keeps ~3 digits)
     # the same items one transaction at a time, embedded inside it
     with Deduper(sdd.dsn, migrate=False, embedder=sdd._embedder) as other:
-        again = other.check_many([copy], thresholds=HASHES_OFF)[0]
+        # (another id: the same id and text again would be a re-delivery)
+        again = other.check_many([{**copy, "id": "rw-check"}], thresholds=HASHES_OFF)[0]
     assert (again.verdict, again.layer, again.matched_id) == (
         "duplicate",
         "semantic",
