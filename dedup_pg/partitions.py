@@ -8,10 +8,10 @@ day is a partition drop, not a DELETE: each table's partition is detached with
 ``DETACH PARTITION ... CONCURRENTLY`` (which does not block ingest into other
 days) and then dropped. Days inside the look-back window are refused: they are
 still being compared against. A week partition goes once all seven of its days
-are older than the cutoff. That also keeps the exact layer right without
-touching it: a dropped day's digests in ``document_digests`` are older than any
-window, and the ingest function takes over a digest last seen outside the
-window.
+are older than the cutoff. ``document_digests`` (the exact layer, one table
+across all days) loses the digests of the dropped days in the same run: they
+are older than any window and would otherwise stay until a new arrival of the
+same text took one over, so the table would grow without bound.
 """
 
 from __future__ import annotations
@@ -88,4 +88,7 @@ def drop_older_than(
         )
         conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(part.name)))
         dropped.append(part.name)
+    # every day before the cutoff is gone now: so are their documents' digests
+    # (one statement, one scan; a digest taken over since is younger and stays)
+    conn.execute(queries()["drop_old_digests"], {"cutoff": cutoff})
     return dropped

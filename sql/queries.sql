@@ -154,6 +154,10 @@ SELECT count(*) FROM documents;
 SELECT table_name, day, partition_name, approx_rows, bytes, last_day
   FROM dedup_partitions ORDER BY day, table_name;
 
+-- name: drop_old_digests
+-- Retention (dedup_pg/partitions.py): the digests of the days just dropped.
+DELETE FROM document_digests g WHERE g.seen_at < %(cutoff)s;
+
 -- name: window_days
 SELECT (value #>> '{}')::integer FROM dedup_settings WHERE name = 'window_days';
 

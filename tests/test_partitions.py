@@ -71,6 +71,11 @@ def test_drop_old_days_keeps_the_window_and_ingest_runs_meanwhile(dd, dsn, sina)
     assert {a["id"] for a in sina[3:6]} <= remaining and not (
         {a["id"] for a in sina[:3]} & remaining
     )
+    # the exact layer keeps no digest of a dropped day: one a stored document
+    assert dd.conn.execute(
+        "SELECT count(*), count(*) FILTER (WHERE d.doc_id IS NULL) FROM document_digests g"
+        " LEFT JOIN documents d ON d.doc_id = g.doc_id AND d.seen_at = g.seen_at"
+    ).fetchone() == (len(remaining), 0)
     # the dropped days' texts are new again (their digests are outside the window)
     assert (
         dd.ingest({"id": "again", "title": sina[0]["title"], "body": sina[0]["body"]}).verdict
