@@ -21,12 +21,12 @@ from typing import IO, Any, TypeVar
 import click
 import psycopg
 
-from . import database
-from .deduper import DEFAULT_BATCH_SIZE, DEFAULT_RETRIES, Deduper
-from .documents import InputError, Line, parse_jsonl_line
-from .metrics import prometheus_text
-from .sqlfiles import queries
-from .verdicts import Verdict
+from .. import database
+from ..deduper import DEFAULT_BATCH_SIZE, DEFAULT_RETRIES, Deduper
+from ..documents import InputError, Line, parse_jsonl_line
+from ..metrics import prometheus_text
+from ..sqlfiles import queries
+from ..verdicts import Verdict
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: ``dedup-pg ingest`` exit codes (2 is a usage error, as for every command).
@@ -131,7 +131,7 @@ def _input_items(path: str, stack: contextlib.ExitStack) -> tuple[Iterator[Any],
     if path == "-":
         return _read_jsonl(stack.enter_context(click.open_file("-", "rb"))), None
     if os.path.isdir(path) or path.endswith((".warc", ".warc.gz")):
-        from .pages import read_html_dir, read_warc, require_extra
+        from ..pages import read_html_dir, read_warc, require_extra
 
         require_extra()
         if os.path.isdir(path):
@@ -535,7 +535,7 @@ def partitions() -> None:
 def partitions_list(dsn: str | None, home: str | None) -> None:
     """Every partition of the per-document tables (a day, or a week for the
     lookup tables), with rows and size."""
-    from .partitions import list_partitions
+    from ..partitions import list_partitions
 
     with _open(dsn, home) as dd:
         parts = list_partitions(dd.conn)
@@ -567,7 +567,7 @@ def partitions_list(dsn: str | None, home: str | None) -> None:
 @_database_options
 def partitions_ensure(days_ahead: int, dsn: str | None, home: str | None) -> None:
     """Create missing day partitions ahead of time (ingest also creates them on demand)."""
-    from .partitions import ensure
+    from ..partitions import ensure
 
     with _open(dsn, home) as dd:
         created = ensure(dd.conn, days_ahead)
@@ -588,7 +588,7 @@ def partitions_drop(older_than: int, force: bool, dsn: str | None, home: str | N
     """Drop old days: documents, sightings, candidates and embeddings together,
     and the week partitions of the lookup tables whose seven days are all old (a
     partition detach and drop, not a DELETE; safe while ingest runs)."""
-    from .partitions import drop_older_than
+    from ..partitions import drop_older_than
 
     with _open(dsn, home) as dd:
         dropped = drop_older_than(dd.conn, older_than, force=force)
@@ -633,7 +633,7 @@ def templates_learn(
 ) -> None:
     """Count the lines of documents stored since the last run, per source, and
     add the recurring ones as patterns (incremental: run it as often as you like)."""
-    from .templates import learn
+    from ..templates import learn
 
     with _open(dsn, home) as dd:
         results = learn(dd.conn, source, min_share=min_share, min_docs=min_docs, days=days)
@@ -653,7 +653,7 @@ def templates_learn(
 @_database_options
 def templates_list(source: str | None, fmt: str, dsn: str | None, home: str | None) -> None:
     """Patterns per source, most frequent first (id, kind, enabled, share, text)."""
-    from .templates import list_patterns
+    from ..templates import list_patterns
 
     with _open(dsn, home) as dd:
         rows = list_patterns(dd.conn, source)
@@ -678,7 +678,7 @@ def _switch(enabled: bool) -> None:
     @click.argument("pattern_ids", nargs=-1, required=True, type=int)
     @_database_options
     def command(pattern_ids: tuple[int, ...], dsn: str | None, home: str | None) -> None:
-        from .templates import set_enabled
+        from ..templates import set_enabled
 
         with _open(dsn, home) as dd:
             count = set_enabled(dd.conn, pattern_ids, enabled)
@@ -698,7 +698,7 @@ def models() -> None:
 @_database_options
 def models_list(dsn: str | None, home: str | None) -> None:
     """Models with their status, size, long-text strategy and thresholds."""
-    from . import semantic
+    from .. import semantic
 
     with _open(dsn, home) as dd:
         rows = [
@@ -755,7 +755,7 @@ def models_add(
 
     It stays 'building' until activated: fill its vectors first with
     dedup-pg reembed --model NAME."""
-    from . import semantic
+    from .. import semantic
 
     with _open(dsn, home) as dd:
         model = semantic.register_model(
@@ -769,7 +769,7 @@ def models_add(
 @_database_options
 def models_activate(name: str, dsn: str | None, home: str | None) -> None:
     """Switch ingest to model NAME in one step; the active one is retired (kept)."""
-    from . import semantic
+    from .. import semantic
 
     with _open(dsn, home) as dd:
         model = semantic.activate_model(dd.conn, name)
@@ -784,7 +784,7 @@ def models_activate(name: str, dsn: str | None, home: str | None) -> None:
 @_database_options
 def models_drop(name: str, yes: bool, dsn: str | None, home: str | None) -> None:
     """Delete a retired or building model with its vectors and index."""
-    from . import semantic
+    from .. import semantic
 
     if not yes:
         click.confirm(f"delete model {name} and all its vectors?", abort=True)
@@ -813,7 +813,7 @@ def reembed(
 
     Resumable (what is done stays done); ingest keeps running on the active
     model meanwhile; --activate switches over in one step at the end."""
-    from . import semantic
+    from .. import semantic
 
     with _open(dsn, home) as dd:
         try:
@@ -889,8 +889,8 @@ def rebuild(
     """Re-run de-duplication over everything stored, in batch: candidate pairs by
     set-based SQL, duplicate links unioned into clusters (the earliest document
     kept), the rest demoted to restorable candidates, reviews queued."""
-    from . import rebuild as rb
-    from .deduper import prepare_batch
+    from .. import rebuild as rb
+    from ..deduper import prepare_batch
 
     def say(message: str) -> None:
         click.echo(message, err=True)
@@ -1082,8 +1082,8 @@ def calibrate(
     distances, clause containment and embedding cosines over a sample, the valley
     between duplicates and the rest, the share of documents per band, and
     precision/recall from review decisions."""
-    from . import calibrate as cb
-    from .embeddings import EmbedderUnavailable
+    from .. import calibrate as cb
+    from ..embeddings import EmbedderUnavailable
 
     wanted = [x.strip() for x in layers.split(",") if x.strip()]
     with _open(dsn, home) as dd:
@@ -1245,7 +1245,7 @@ def serve(
     try:
         import uvicorn
 
-        from .service import create_app
+        from ..service import create_app
     except ImportError as exc:
         raise click.ClickException(
             f"the service needs its extra: pip install 'pg-text-dedup[service]' (in a checkout: pip install '.[service]') ({exc})"
@@ -1292,7 +1292,3 @@ def _redact(dsn: str) -> str:
     import re
 
     return re.sub(r"(://[^:/@]+:)[^@]+@", r"\1***@", dsn)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
