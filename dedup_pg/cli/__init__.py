@@ -21,7 +21,7 @@ from . import (
     stats,
     templates,
 )
-from .ingest import EXIT_ALL_INGESTED, EXIT_SOME_REJECTED, EXIT_STOPPED, _verdict_line
+from .ingest import EXIT_ALL_INGESTED, EXIT_SOME_REJECTED, EXIT_STOPPED, verdict_line
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -55,4 +55,4 @@ for command in (
 ):
     main.add_command(command)
 
-__all__ = ["EXIT_ALL_INGESTED", "EXIT_SOME_REJECTED", "EXIT_STOPPED", "_verdict_line", "main"]
+__all__ = ["EXIT_ALL_INGESTED", "EXIT_SOME_REJECTED", "EXIT_STOPPED", "verdict_line", "main"]

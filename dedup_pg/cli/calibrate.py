@@ -9,7 +9,7 @@ from typing import Any
 import click
 import psycopg
 
-from .common import _database_options, _open, _table, _utc
+from .common import database_options, open_deduper, text_table, utc
 
 
 @click.command()
@@ -70,7 +70,7 @@ from .common import _database_options, _open, _table, _utc
     help="With --apply: also layers whose valley is shallow. With --revert: also values changed again since.",
 )
 @click.option("--by", help="Who applies or reverts (default: the login name).")
-@_database_options
+@database_options
 def calibrate(
     sample: int,
     source: str | None,
@@ -98,7 +98,7 @@ def calibrate(
     from ..embeddings import EmbedderUnavailable
 
     wanted = [x.strip() for x in layers.split(",") if x.strip()]
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         try:
             if show_history or revert_id is not None:
                 changes = (
@@ -113,8 +113,8 @@ def calibrate(
                     dd.conn,
                     sample=sample,
                     source=source,
-                    since=_utc(since),
-                    until=_utc(until),
+                    since=utc(since),
+                    until=utc(until),
                     layers=wanted,
                     model=model,
                     strategy=strategy,
@@ -128,8 +128,8 @@ def calibrate(
                     dd.conn,
                     sample=sample,
                     source=source,
-                    since=_utc(since),
-                    until=_utc(until),
+                    since=utc(since),
+                    until=utc(until),
                     layers=[x for x in wanted if x != "semantic"],
                     content_type=content_type,
                     options=dd.options,
@@ -201,4 +201,4 @@ def _changes_table(changes: list[Any]) -> str:
         for c in changes
     ]
     header = ["id", "when", "where", "name", "old", "new", "by", "model", "why"]
-    return _table(header, rows)
+    return text_table(header, rows)

@@ -1,6 +1,7 @@
 """What every command shares: the --dsn/--home options with their error
 wrapping (library errors become one-line messages, not tracebacks), opening
-the :class:`~dedup_pg.Deduper`, and aligned tables."""
+the :class:`~dedup_pg.Deduper`, aligned tables, and dates given on the command
+line read as UTC."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ..documents import InputError
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _database_options(func: F) -> F:
+def database_options(func: F) -> F:
     """--dsn / --home, shared by every command that talks to the database."""
 
     @click.option(
@@ -47,11 +48,11 @@ def _database_options(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _open(dsn: str | None, home: str | None, **kwargs: Any) -> Deduper:
+def open_deduper(dsn: str | None, home: str | None, **kwargs: Any) -> Deduper:
     return Deduper(dsn, home=home, **kwargs)
 
 
-def _table(header: list[str], rows: list[list[Any]], max_cell: int = 40) -> str:
+def text_table(header: list[str], rows: list[list[Any]], max_cell: int = 40) -> str:
     """Rows as aligned text; a cell longer than ``max_cell`` characters (a
     crawled source name can be anything) is cut with an ellipsis."""
     cells = [header] + [[_cut(str(c), max_cell) for c in row] for row in rows]
@@ -74,7 +75,8 @@ def _width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
-def _utc(value: Any) -> Any:
+def utc(value: Any) -> Any:
+    """A ``click.DateTime`` value (naive) as UTC; None stays None."""
     from datetime import timezone
 
     return value if value is None or value.tzinfo else value.replace(tzinfo=timezone.utc)

@@ -19,7 +19,7 @@ from .. import database
 from ..deduper import DEFAULT_BATCH_SIZE, DEFAULT_RETRIES
 from ..documents import InputError, Line, parse_jsonl_line
 from ..verdicts import Verdict
-from .common import _database_options, _open
+from .common import database_options, open_deduper
 
 #: ``dedup-pg ingest`` exit codes (2 is a usage error, as for every command).
 EXIT_ALL_INGESTED = 0
@@ -50,7 +50,7 @@ def _count_lines(file: IO[bytes]) -> int | None:
     return total
 
 
-def _verdict_line(v: Verdict) -> str:
+def verdict_line(v: Verdict) -> str:
     return json.dumps(
         {
             "id": v.id,
@@ -68,7 +68,7 @@ def _verdict_line(v: Verdict) -> str:
     )
 
 
-def _input_items(path: str, stack: contextlib.ExitStack) -> tuple[Iterator[Any], int | None]:
+def input_items(path: str, stack: contextlib.ExitStack) -> tuple[Iterator[Any], int | None]:
     """Items and their count (None: unknown) from JSONL ('-': stdin), a folder
     of .html files or a WARC file."""
     if path == "-":
@@ -130,7 +130,7 @@ def _input_items(path: str, stack: contextlib.ExitStack) -> tuple[Iterator[Any],
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)."
 )
-@_database_options
+@database_options
 def ingest(
     file: str,
     out_path: str | None,
@@ -163,10 +163,10 @@ def ingest(
     stopped: Exception | None = None
     with contextlib.ExitStack() as stack:
         out = _open_out(out_path, append=resume, stack=stack)
-        dd = stack.enter_context(_open(dsn, home, batch_size=batch_size, retries=retries))
+        dd = stack.enter_context(open_deduper(dsn, home, batch_size=batch_size, retries=retries))
         from tqdm import tqdm
 
-        items, total = _input_items(file, stack)
+        items, total = input_items(file, stack)
         if skip:
             items = itertools.islice(items, skip, None)
             total = None if total is None else max(total - skip, 0)
@@ -180,7 +180,7 @@ def ingest(
                         key = f"duplicate/{verdict.layer}"
                     counts[key] = counts.get(key, 0) + 1
                     if out is not None:
-                        out.write(_verdict_line(verdict) + "\n")
+                        out.write(verdict_line(verdict) + "\n")
                     elif verdict.verdict == "error":
                         click.echo(f"error: {verdict.id or '-'}: {verdict.error}", err=True)
                 if out is not None:
@@ -231,17 +231,17 @@ def _resume_point(out_path: str | None) -> int:
 @click.option(
     "--exact", is_flag=True, help="The exact layer alone: has this very text been stored?"
 )
-@_database_options
+@database_options
 def check(
     text: str, title: str | None, as_json: bool, exact: bool, dsn: str | None, home: str | None
 ) -> None:
     """Check TEXT ('-' for stdin) against the database without storing it."""
     if text == "-":
         text = sys.stdin.read()
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         verdict = dd.seen(text, title=title) if exact else dd.is_duplicate(text, title=title)
     if as_json:
-        click.echo(_verdict_line(verdict))
+        click.echo(verdict_line(verdict))
     else:
         click.echo(_describe(verdict))
     if verdict.verdict == "error":
@@ -265,7 +265,7 @@ def _describe(v: Verdict) -> str:
     is_flag=True,
     help="Keep the demo database (printed at the end) instead of a fresh one.",
 )
-@_database_options
+@database_options
 def demo(keep: bool, dsn: str | None, home: str | None) -> None:
     """Ingest the bundled sample (articles and their reposts) and show the verdicts.
 
@@ -281,7 +281,7 @@ def demo(keep: bool, dsn: str | None, home: str | None) -> None:
         home = tmp
     titles = {d["id"]: d.get("title") or "" for d in docs}
     agree = 0
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         click.echo(f"{len(docs)} documents from the bundled sample\n")
         for doc, v in zip(docs, dd.ingest_many(docs), strict=True):
             expected = doc.get("expect")

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from .common import _database_options, _open, _table
+from .common import database_options, open_deduper, text_table
 
 
 @click.group()
@@ -16,12 +16,12 @@ def models() -> None:
 
 
 @models.command("list")
-@_database_options
+@database_options
 def models_list(dsn: str | None, home: str | None) -> None:
     """Models with their status, size, long-text strategy and thresholds."""
     from .. import semantic
 
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         rows = [
             [
                 m.model_id,
@@ -38,7 +38,9 @@ def models_list(dsn: str | None, home: str | None) -> None:
             for m in semantic.list_models(dd.conn)
         ]
     header = ["id", "name", "status", "dim", "strategy", "missing", "duplicate/review"]
-    click.echo(_table(header, rows) if rows else "no models (one is added on first semantic use)")
+    click.echo(
+        text_table(header, rows) if rows else "no models (one is added on first semantic use)"
+    )
 
 
 def _thresholds(values: tuple[str, ...]) -> dict[str, dict[str, float]]:
@@ -68,7 +70,7 @@ def _thresholds(values: tuple[str, ...]) -> dict[str, dict[str, float]]:
     metavar="TYPE=DUP[:REVIEW]",
     help="Cosine thresholds of a content type, e.g. news=0.95:0.92 (repeatable).",
 )
-@_database_options
+@database_options
 def models_add(
     name: str, strategy: str | None, thresholds: tuple[str, ...], dsn: str | None, home: str | None
 ) -> None:
@@ -78,7 +80,7 @@ def models_add(
     dedup-pg reembed --model NAME."""
     from .. import semantic
 
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         model = semantic.register_model(
             dd.conn, name, strategy=strategy, thresholds=_thresholds(thresholds)
         )
@@ -87,12 +89,12 @@ def models_add(
 
 @models.command("activate")
 @click.argument("name")
-@_database_options
+@database_options
 def models_activate(name: str, dsn: str | None, home: str | None) -> None:
     """Switch ingest to model NAME in one step; the active one is retired (kept)."""
     from .. import semantic
 
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         model = semantic.activate_model(dd.conn, name)
         missing = semantic.missing_embeddings(dd.conn, model)
     note = f" ({missing} stored documents in the window have no vector yet)" if missing else ""
@@ -102,14 +104,14 @@ def models_activate(name: str, dsn: str | None, home: str | None) -> None:
 @models.command("drop")
 @click.argument("name")
 @click.option("--yes", is_flag=True, help="Do not ask.")
-@_database_options
+@database_options
 def models_drop(name: str, yes: bool, dsn: str | None, home: str | None) -> None:
     """Delete a retired or building model with its vectors and index."""
     from .. import semantic
 
     if not yes:
         click.confirm(f"delete model {name} and all its vectors?", abort=True)
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         deleted = semantic.drop_model(dd.conn, name)
     click.echo(f"dropped {name}: {deleted} vectors deleted")
 
@@ -120,7 +122,7 @@ def models_drop(name: str, yes: bool, dsn: str | None, home: str | None) -> None
 @click.option("--all", "all_history", is_flag=True, help="Every stored document, not the window.")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1))
 @click.option("--activate", is_flag=True, help="Switch to the model when done.")
-@_database_options
+@database_options
 def reembed(
     name: str,
     strategy: str | None,
@@ -136,7 +138,7 @@ def reembed(
     model meanwhile; --activate switches over in one step at the end."""
     from .. import semantic
 
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         try:
             model = semantic.get_model(dd.conn, name)
         except KeyError:

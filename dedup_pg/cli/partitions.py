@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import _database_options, _open, _table
+from .common import database_options, open_deduper, text_table
 
 
 @click.group()
@@ -13,13 +13,13 @@ def partitions() -> None:
 
 
 @partitions.command("list")
-@_database_options
+@database_options
 def partitions_list(dsn: str | None, home: str | None) -> None:
     """Every partition of the per-document tables (a day, or a week for the
     lookup tables), with rows and size."""
     from ..partitions import list_partitions
 
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         parts = list_partitions(dd.conn)
     rows = [
         [
@@ -32,7 +32,7 @@ def partitions_list(dsn: str | None, home: str | None) -> None:
         for p in parts
     ]
     click.echo(
-        _table(["day", "table", "partition", "rows (approx)", "size"], rows)
+        text_table(["day", "table", "partition", "rows (approx)", "size"], rows)
         if rows
         else "no partitions"
     )
@@ -46,12 +46,12 @@ def partitions_list(dsn: str | None, home: str | None) -> None:
     type=click.IntRange(0, 3650),
     help="Create partitions from today (UTC) through this many days ahead.",
 )
-@_database_options
+@database_options
 def partitions_ensure(days_ahead: int, dsn: str | None, home: str | None) -> None:
     """Create missing day partitions ahead of time (ingest also creates them on demand)."""
     from ..partitions import ensure
 
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         created = ensure(dd.conn, days_ahead)
     click.echo(f"{created} partitions created")
 
@@ -65,14 +65,14 @@ def partitions_ensure(days_ahead: int, dsn: str | None, home: str | None) -> Non
     help="Drop the days older than this many days (UTC).",
 )
 @click.option("--force", is_flag=True, help="Also drop days inside the look-back window.")
-@_database_options
+@database_options
 def partitions_drop(older_than: int, force: bool, dsn: str | None, home: str | None) -> None:
     """Drop old days: documents, sightings, candidates and embeddings together,
     and the week partitions of the lookup tables whose seven days are all old (a
     partition detach and drop, not a DELETE; safe while ingest runs)."""
     from ..partitions import drop_older_than
 
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         dropped = drop_older_than(dd.conn, older_than, force=force)
     click.echo(
         f"dropped {len(dropped)} partitions" + (f": {', '.join(dropped)}" if dropped else "")

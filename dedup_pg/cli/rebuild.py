@@ -10,8 +10,8 @@ import click
 
 from ..deduper import DEFAULT_BATCH_SIZE
 from ..sqlfiles import queries
-from .common import _database_options, _open, _utc
-from .ingest import _input_items
+from .common import database_options, open_deduper, utc
+from .ingest import input_items
 
 
 @click.command()
@@ -44,7 +44,7 @@ from .ingest import _input_items
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
-@_database_options
+@database_options
 def rebuild(
     since: Any,
     input_path: str | None,
@@ -66,12 +66,12 @@ def rebuild(
     def say(message: str) -> None:
         click.echo(message, err=True)
 
-    with _open(dsn, home, batch_size=batch_size) as dd, contextlib.ExitStack() as stack:
+    with open_deduper(dsn, home, batch_size=batch_size) as dd, contextlib.ExitStack() as stack:
         loaded = 0
         if input_path is not None:
             if dry_run:
                 raise click.UsageError("--input stores the corpus: it cannot be a dry run")
-            items, _ = _input_items(input_path, stack)
+            items, _ = input_items(input_path, stack)
             batch: list[Any] = []
             for item in [*items, None]:
                 if item is not None:
@@ -104,7 +104,7 @@ def rebuild(
                 dd.conn,
                 options=dd.options,
                 templates=dd.templates.current(),
-                since=_utc(since),
+                since=utc(since),
                 dry_run=dry_run,
                 semantic=not no_semantic,
                 chunk=batch_size,

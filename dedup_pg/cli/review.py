@@ -8,7 +8,7 @@ import click
 import psycopg
 
 from ..sqlfiles import queries
-from .common import _database_options, _open, _table
+from .common import database_options, open_deduper, text_table
 
 
 @click.group()
@@ -21,10 +21,10 @@ def review() -> None:
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
-@_database_options
+@database_options
 def review_list(limit: int, fmt: str, dsn: str | None, home: str | None) -> None:
     """Pending reviews, oldest first."""
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         cur = dd.conn.execute(queries()["review_list"], {"limit": limit})
         names = [c.name for c in cur.description or []]
         rows = cur.fetchall()
@@ -35,15 +35,15 @@ def review_list(limit: int, fmt: str, dsn: str | None, home: str | None) -> None
     shown = [
         [*r[:4], r[4] or "", r[5] or "", (r[6] or "")[:30], r[7], (r[8] or "")[:30]] for r in rows
     ]
-    click.echo(_table(names, shown) if rows else "nothing to review")
+    click.echo(text_table(names, shown) if rows else "nothing to review")
 
 
 @review.command("show")
 @click.argument("candidate_id", type=int)
-@_database_options
+@database_options
 def review_show(candidate_id: int, dsn: str | None, home: str | None) -> None:
     """One decision with both texts in full."""
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         cur = dd.conn.execute(queries()["review_show"], {"id": candidate_id})
         row = cur.fetchone()
         if row is None:
@@ -77,7 +77,7 @@ def _decide(
     dsn: str | None,
     home: str | None,
 ) -> None:
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         try:
             row = dd.conn.execute(
                 queries()[verb], {"id": candidate_id, "note": note, "by": by or _whoami()}
@@ -109,7 +109,7 @@ def _decision(verb: str, summary: str) -> None:
     @click.argument("candidate_id", type=int)
     @_NOTE
     @_BY
-    @_database_options
+    @database_options
     def command(
         candidate_id: int, note: str | None, by: str | None, dsn: str | None, home: str | None
     ) -> None:

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .common import _database_options
+from .common import database_options
 
 
 @click.command()
@@ -47,7 +47,7 @@ from .common import _database_options
     help="Largest request body accepted (larger: 413).",
 )
 @click.option("--openapi", "print_openapi", is_flag=True, help="Print the OpenAPI schema and exit.")
-@_database_options
+@database_options
 def serve(
     host: str,
     port: int,

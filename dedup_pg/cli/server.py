@@ -8,20 +8,20 @@ import sys
 import click
 
 from .. import database
-from .common import _database_options, _open
+from .common import database_options, open_deduper
 
 
 @click.command()
-@_database_options
+@database_options
 def init(dsn: str | None, home: str | None) -> None:
     """Create or migrate the database (starting the embedded server if needed)."""
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         revision = database.current_revision(dd.dsn)
         click.echo(f"database ready at revision {revision}: {_redact(dd.dsn)}")
 
 
 @click.command()
-@_database_options
+@database_options
 def dsn(dsn: str | None, home: str | None) -> None:
     """Print the connection string (starting the embedded server if needed)."""
     click.echo(database.resolve_dsn(dsn, home))
@@ -29,7 +29,7 @@ def dsn(dsn: str | None, home: str | None) -> None:
 
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
-@_database_options
+@database_options
 def psql(psql_args: tuple[str, ...], dsn: str | None, home: str | None) -> None:
     """Open psql on the database (the embedded server ships its own psql)."""
     target = database.resolve_dsn(dsn, home)

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .common import _database_options, _open, _table
+from .common import database_options, open_deduper, text_table
 
 
 @click.group()
@@ -15,26 +15,28 @@ def settings() -> None:
 
 
 @settings.command("show")
-@_database_options
+@database_options
 def settings_show(dsn: str | None, home: str | None) -> None:
     """List every setting with its value."""
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         rows = dd.conn.execute(
             "SELECT name, value::text, description FROM dedup_settings ORDER BY name"
         ).fetchall()
-    click.echo(_table(["name", "value", "description"], [[r[0], r[1], r[2][:70]] for r in rows]))
+    click.echo(
+        text_table(["name", "value", "description"], [[r[0], r[1], r[2][:70]] for r in rows])
+    )
 
 
 @settings.command("set")
 @click.argument("name")
 @click.argument("value")
-@_database_options
+@database_options
 def settings_set(name: str, value: str, dsn: str | None, home: str | None) -> None:
     """Set NAME to VALUE (JSON: 5, true, "text", [..]; bare words are taken as text)."""
     try:
         parsed = json.loads(value)
     except json.JSONDecodeError:
         parsed = value
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         dd.set_setting(name, parsed)
     click.echo(f"{name} = {json.dumps(parsed, ensure_ascii=False)}")

@@ -8,7 +8,7 @@ import click
 
 from ..metrics import prometheus_text
 from ..sqlfiles import queries
-from .common import _database_options, _open, _table
+from .common import database_options, open_deduper, text_table
 
 
 @click.command()
@@ -20,10 +20,10 @@ from .common import _database_options, _open, _table
     show_default=True,
     help="prometheus: the Prometheus text format, to scrape or push.",
 )
-@_database_options
+@database_options
 def stats(fmt: str, dsn: str | None, home: str | None) -> None:
     """Verdicts per day and source (ingested, new, duplicates by layer, reviews, restored, errors)."""
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         if fmt == "prometheus":
             click.echo(prometheus_text(dd.conn), nl=False)
             return
@@ -39,4 +39,4 @@ def stats(fmt: str, dsn: str | None, home: str | None) -> None:
         click.echo(json.dumps({"totals": totals, "daily": daily}, ensure_ascii=False, indent=2))
         return
     click.echo("  ".join(f"{k} {v}" for k, v in totals.items()))
-    click.echo(_table(names, [[str(r[0]), r[1] or "(none)", *r[2:]] for r in rows]))
+    click.echo(text_table(names, [[str(r[0]), r[1] or "(none)", *r[2:]] for r in rows]))

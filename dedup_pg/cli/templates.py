@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .common import _database_options, _open, _table
+from .common import database_options, open_deduper, text_table
 
 
 @click.group()
@@ -34,7 +34,7 @@ def templates() -> None:
     type=click.IntRange(1),
     help="Read documents seen within this many days.",
 )
-@_database_options
+@database_options
 def templates_learn(
     source: str | None,
     min_share: float | None,
@@ -47,11 +47,11 @@ def templates_learn(
     add the recurring ones as patterns (incremental: run it as often as you like)."""
     from ..templates import learn
 
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         results = learn(dd.conn, source, min_share=min_share, min_docs=min_docs, days=days)
     rows = [[r.source, r.documents, r.docs_counted, r.new_patterns, r.version] for r in results]
     click.echo(
-        _table(["source", "documents read", "counted so far", "new patterns", "version"], rows)
+        text_table(["source", "documents read", "counted so far", "new patterns", "version"], rows)
         if rows
         else "no new documents"
     )
@@ -62,12 +62,12 @@ def templates_learn(
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
-@_database_options
+@database_options
 def templates_list(source: str | None, fmt: str, dsn: str | None, home: str | None) -> None:
     """Patterns per source, most frequent first (id, kind, enabled, share, text)."""
     from ..templates import list_patterns
 
-    with _open(dsn, home) as dd:
+    with open_deduper(dsn, home) as dd:
         rows = list_patterns(dd.conn, source)
     names = ["id", "source", "kind", "enabled", "share", "docs", "version", "text"]
     if fmt == "json":
@@ -75,7 +75,7 @@ def templates_list(source: str | None, fmt: str, dsn: str | None, home: str | No
         click.echo(json.dumps(items, ensure_ascii=False, indent=2, default=str))
         return
     shown = [[*r[:7], r[7].replace("\n", " / ")[:60]] for r in rows]
-    click.echo(_table(names, shown) if rows else "no patterns")
+    click.echo(text_table(names, shown) if rows else "no patterns")
 
 
 def _switch(enabled: bool) -> None:
@@ -88,11 +88,11 @@ def _switch(enabled: bool) -> None:
         "bumps the source's template version.",
     )
     @click.argument("pattern_ids", nargs=-1, required=True, type=int)
-    @_database_options
+    @database_options
     def command(pattern_ids: tuple[int, ...], dsn: str | None, home: str | None) -> None:
         from ..templates import set_enabled
 
-        with _open(dsn, home) as dd:
+        with open_deduper(dsn, home) as dd:
             count = set_enabled(dd.conn, pattern_ids, enabled)
         click.echo(f"{count} patterns {verb}d")
 
