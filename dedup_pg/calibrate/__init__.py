@@ -43,8 +43,8 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from .fingerprint import clause_hashes
-from .normalize import NormalizeOptions, normalize
+from ..fingerprint import clause_hashes
+from ..normalize import NormalizeOptions, normalize
 
 LAYERS: tuple[str, ...] = ("simhash", "containment", "semantic")
 
@@ -718,9 +718,9 @@ def import_labelled_pairs(
     recorded: a pair is skipped when ``a`` is bad input or a near duplicate of an
     earlier text (it would stand in for a different text).
     """
-    from .fingerprint import fingerprint
-    from .normalize import NORMALIZATION_VERSION
-    from .simhash import hamming, to_signed
+    from ..fingerprint import fingerprint
+    from ..normalize import NORMALIZATION_VERSION
+    from ..simhash import hamming, to_signed
 
     recorded: list[int] = []
     for n, pair in enumerate(pairs):
@@ -960,7 +960,7 @@ def calibrate(
 def _semantic_presets(model: str) -> dict[str, dict[str, float]]:
     """The semantic layer's preset thresholds for a model (dedup_pg.semantic)."""
     try:
-        from .semantic import FIELD_PRESETS, MODEL_PRESETS
+        from ..semantic import FIELD_PRESETS, MODEL_PRESETS
     except ImportError:  # pragma: no cover - the semantic layer ships with this module
         return SEMANTIC_PRESETS
     return MODEL_PRESETS.get(model, FIELD_PRESETS)
@@ -968,7 +968,7 @@ def _semantic_presets(model: str) -> dict[str, dict[str, float]]:
 
 def _preset_strategy(model: str) -> str:
     try:
-        from .semantic import DEFAULT_STRATEGY, MODEL_STRATEGIES
+        from ..semantic import DEFAULT_STRATEGY, MODEL_STRATEGIES
     except ImportError:  # pragma: no cover
         return "chunk_mean"
     return MODEL_STRATEGIES.get(model, DEFAULT_STRATEGY)
@@ -991,7 +991,7 @@ def _semantic(
     content_type: str,
     embedder: Any,
 ) -> None:
-    from .embeddings import embed_documents, load_embedder
+    from ..embeddings import embed_documents, load_embedder
 
     if embedder is None:
         model = model or default_model(conn)
