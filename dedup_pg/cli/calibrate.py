@@ -108,32 +108,26 @@ def calibrate(
                 )
                 click.echo(_changes_table(changes) if changes else "no threshold changes")
                 return
-            try:
-                report = cb.calibrate(
+
+            def run(layers: list[str], **semantic: Any) -> Any:
+                return cb.calibrate(
                     dd.conn,
                     sample=sample,
                     source=source,
                     since=utc(since),
                     until=utc(until),
-                    layers=wanted,
-                    model=model,
-                    strategy=strategy,
+                    layers=layers,
                     content_type=content_type,
                     options=dd.options,
+                    **semantic,
                 )
+
+            try:
+                report = run(wanted, model=model, strategy=strategy)
             except EmbedderUnavailable as exc:
                 if model or "semantic" not in wanted:
                     raise click.ClickException(str(exc)) from exc
-                report = cb.calibrate(
-                    dd.conn,
-                    sample=sample,
-                    source=source,
-                    since=utc(since),
-                    until=utc(until),
-                    layers=[x for x in wanted if x != "semantic"],
-                    content_type=content_type,
-                    options=dd.options,
-                )
+                report = run([x for x in wanted if x != "semantic"])
                 report.notes.append(f"semantic layer skipped: {exc}")
             applied = (
                 cb.apply(

@@ -13,10 +13,30 @@ import click
 import psycopg
 
 from .. import database
-from ..deduper import Deduper
+from ..deduper import DEFAULT_BATCH_SIZE, Deduper
 from ..documents import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+#: --home: the embedded server's folder (every database command, and ``stop``).
+home_option = click.option(
+    "--home",
+    envvar="DEDUP_PG_HOME",
+    show_envvar=True,
+    type=click.Path(file_okay=False),
+    help="Folder of the embedded server (default: the per-user data folder).",
+)
+#: --batch-size: documents per transaction (``ingest``, ``rebuild``).
+batch_size_option = click.option(
+    "--batch-size",
+    default=DEFAULT_BATCH_SIZE,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    envvar="DEDUP_PG_BATCH_SIZE",
+    show_envvar=True,
+    help="Documents per transaction.",
+)
 
 
 def database_options(func: F) -> F:
@@ -28,13 +48,7 @@ def database_options(func: F) -> F:
         show_envvar=True,
         help="PostgreSQL (>= 15, with pgvector) to use. Unset: the embedded server.",
     )
-    @click.option(
-        "--home",
-        envvar="DEDUP_PG_HOME",
-        show_envvar=True,
-        type=click.Path(file_okay=False),
-        help="Folder of the embedded server (default: the per-user data folder).",
-    )
+    @home_option
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:

@@ -16,10 +16,10 @@ import click
 import psycopg
 
 from .. import database
-from ..deduper import DEFAULT_BATCH_SIZE, DEFAULT_RETRIES
+from ..deduper import DEFAULT_RETRIES
 from ..documents import InputError, Line, parse_jsonl_line
 from ..verdicts import Verdict
-from .common import database_options, open_deduper
+from .common import batch_size_option, database_options, open_deduper
 
 #: ``dedup-pg ingest`` exit codes (2 is a usage error, as for every command).
 EXIT_ALL_INGESTED = 0
@@ -99,15 +99,7 @@ def input_items(path: str, stack: contextlib.ExitStack) -> tuple[Iterator[Any], 
     help="Continue a run that stopped: skip as many items as --out FILE already "
     "holds verdicts for, and append to it.",
 )
-@click.option(
-    "--batch-size",
-    default=DEFAULT_BATCH_SIZE,
-    show_default=True,
-    type=click.IntRange(1, 100_000),
-    envvar="DEDUP_PG_BATCH_SIZE",
-    show_envvar=True,
-    help="Documents per transaction.",
-)
+@batch_size_option
 @click.option(
     "--workers",
     default=0,

@@ -8,9 +8,8 @@ from typing import Any
 
 import click
 
-from ..deduper import DEFAULT_BATCH_SIZE
 from ..sqlfiles import queries
-from .common import database_options, open_deduper, utc
+from .common import batch_size_option, database_options, open_deduper, utc
 from .ingest import input_items
 
 
@@ -32,15 +31,7 @@ from .ingest import input_items
 )
 @click.option("--dry-run", is_flag=True, help="Print what would be done; write nothing.")
 @click.option("--no-semantic", is_flag=True, help="Leave the embedding neighbours out.")
-@click.option(
-    "--batch-size",
-    default=DEFAULT_BATCH_SIZE,
-    show_default=True,
-    type=click.IntRange(1, 100_000),
-    envvar="DEDUP_PG_BATCH_SIZE",
-    show_envvar=True,
-    help="Documents per transaction.",
-)
+@batch_size_option
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )

@@ -8,7 +8,7 @@ import sys
 import click
 
 from .. import database
-from .common import database_options, open_deduper
+from .common import database_options, home_option, open_deduper
 
 
 @click.command()
@@ -39,13 +39,7 @@ def psql(psql_args: tuple[str, ...], dsn: str | None, home: str | None) -> None:
 
 
 @click.command()
-@click.option(
-    "--home",
-    envvar="DEDUP_PG_HOME",
-    show_envvar=True,
-    type=click.Path(file_okay=False),
-    help="Folder of the embedded server (default: the per-user data folder).",
-)
+@home_option
 def stop(home: str | None) -> None:
     """Stop the embedded server (it is otherwise left running for the next command)."""
     click.echo("stopped" if database.stop_embedded(home) else "not running")
