@@ -1,5 +1,5 @@
-"""Errors about input, shared by the modules that read it (documents, pages)
-without importing each other."""
+"""Errors shared by modules that should not import each other: about input
+(documents, pages), and calibration's (its modules and the command)."""
 
 from __future__ import annotations
 
@@ -26,3 +26,7 @@ class InputError(ValueError):
 
 def _rebuild_input_error(message: str, item_id: str | None, raw: bytes | None) -> InputError:
     return InputError(message, item_id=item_id, raw=raw)
+
+
+class CalibrationError(ValueError):
+    """Calibration cannot run as asked (too few documents, unknown model, ...)."""

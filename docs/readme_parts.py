@@ -129,20 +129,20 @@ def environment_variables() -> None:
 
 
 def verdict_keys() -> list[str]:
-    """The keys of one ``--out`` line (``dedup_pg.cli._verdict_line``), in order."""
-    from dedup_pg.cli import _verdict_line
+    """The keys of one ``--out`` line (``dedup_pg.cli.ingest.verdict_line``), in order."""
+    from dedup_pg.cli import verdict_line
     from dedup_pg.verdicts import Verdict
 
-    return list(json.loads(_verdict_line(Verdict(id=None, verdict="new"))))
+    return list(json.loads(verdict_line(Verdict(id=None, verdict="new"))))
 
 
 def verdict_example(**values: object) -> None:
     """One ``--out`` line, written by the CLI's own function."""
-    from dedup_pg.cli import _verdict_line
+    from dedup_pg.cli import verdict_line
     from dedup_pg.verdicts import Verdict
 
     _out("```json")
-    _out(_verdict_line(Verdict(**values)))  # type: ignore[arg-type]
+    _out(verdict_line(Verdict(**values)))  # type: ignore[arg-type]
     _out("```")
 
 

@@ -1,0 +1,79 @@
+"""``partitions``: list, create ahead, drop old days (retention)."""
+
+from __future__ import annotations
+
+import click
+
+from .common import database_options, open_deduper, text_table
+
+
+@click.group()
+def partitions() -> None:
+    """Day partitions: list them, create days ahead, drop old days (retention)."""
+
+
+@partitions.command("list")
+@database_options
+def partitions_list(dsn: str | None, home: str | None) -> None:
+    """Every partition of the per-document tables (a day, or a week for the
+    lookup tables), with rows and size."""
+    from ..partitions import list_partitions
+
+    with open_deduper(dsn, home) as dd:
+        parts = list_partitions(dd.conn)
+    rows = [
+        [
+            str(p.day) if p.last_day == p.day else f"{p.day} .. {p.last_day}",
+            p.table,
+            p.name,
+            p.approx_rows,
+            f"{p.bytes / 1048576:.1f} MB",
+        ]
+        for p in parts
+    ]
+    click.echo(
+        text_table(["day", "table", "partition", "rows (approx)", "size"], rows)
+        if rows
+        else "no partitions"
+    )
+
+
+@partitions.command("ensure")
+@click.option(
+    "--days-ahead",
+    default=3,
+    show_default=True,
+    type=click.IntRange(0, 3650),
+    help="Create partitions from today (UTC) through this many days ahead.",
+)
+@database_options
+def partitions_ensure(days_ahead: int, dsn: str | None, home: str | None) -> None:
+    """Create missing day partitions ahead of time (ingest also creates them on demand)."""
+    from ..partitions import ensure
+
+    with open_deduper(dsn, home) as dd:
+        created = ensure(dd.conn, days_ahead)
+    click.echo(f"{created} partitions created")
+
+
+@partitions.command("drop")
+@click.option(
+    "--older-than",
+    "older_than",
+    required=True,
+    type=click.IntRange(1),
+    help="Drop the days older than this many days (UTC).",
+)
+@click.option("--force", is_flag=True, help="Also drop days inside the look-back window.")
+@database_options
+def partitions_drop(older_than: int, force: bool, dsn: str | None, home: str | None) -> None:
+    """Drop old days: documents, sightings, candidates and embeddings together,
+    and the week partitions of the lookup tables whose seven days are all old (a
+    partition detach and drop, not a DELETE; safe while ingest runs)."""
+    from ..partitions import drop_older_than
+
+    with open_deduper(dsn, home) as dd:
+        dropped = drop_older_than(dd.conn, older_than, force=force)
+    click.echo(
+        f"dropped {len(dropped)} partitions" + (f": {', '.join(dropped)}" if dropped else "")
+    )

@@ -1,0 +1,51 @@
+"""The database and the embedded server: ``init``, ``dsn``, ``psql``, ``stop``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+
+from .. import database
+from .common import database_options, home_option, open_deduper
+
+
+@click.command()
+@database_options
+def init(dsn: str | None, home: str | None) -> None:
+    """Create or migrate the database (starting the embedded server if needed)."""
+    with open_deduper(dsn, home) as dd:
+        revision = database.current_revision(dd.dsn)
+        click.echo(f"database ready at revision {revision}: {_redact(dd.dsn)}")
+
+
+@click.command()
+@database_options
+def dsn(dsn: str | None, home: str | None) -> None:
+    """Print the connection string (starting the embedded server if needed)."""
+    click.echo(database.resolve_dsn(dsn, home))
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
+@database_options
+def psql(psql_args: tuple[str, ...], dsn: str | None, home: str | None) -> None:
+    """Open psql on the database (the embedded server ships its own psql)."""
+    target = database.resolve_dsn(dsn, home)
+    database.migrate(target)
+    binary = database.psql_binary()
+    sys.exit(subprocess.call([binary, target, *psql_args]))
+
+
+@click.command()
+@home_option
+def stop(home: str | None) -> None:
+    """Stop the embedded server (it is otherwise left running for the next command)."""
+    click.echo("stopped" if database.stop_embedded(home) else "not running")
+
+
+def _redact(dsn: str) -> str:
+    import re
+
+    return re.sub(r"(://[^:/@]+:)[^@]+@", r"\1***@", dsn)
