@@ -845,7 +845,7 @@ def install(
             )
         who = sessions.read(request.cookies.get(SESSION_COOKIE))
         return render(
-            request, "error.html", exc.status, who=who, status=exc.status, message=exc.message
+            request, "error.html", exc.status, who=who, code=exc.status, message=exc.message
         )
 
     @app.exception_handler(_LoginNeeded)
