@@ -18,6 +18,7 @@ depends_on = None
 #: SQL file); the downgrade re-applies each one's previous definition.
 OBJECTS = [
     "index:duplicate_candidates_queue_idx",
+    "index:duplicate_candidates_counts_idx",
     "function:reopen_candidate",
     "function:dedup_review_decide",
     "function:dedup_review_undo",

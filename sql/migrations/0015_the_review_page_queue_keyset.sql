@@ -32,6 +32,11 @@ DROP INDEX IF EXISTS duplicate_candidates_queue_idx;
 CREATE INDEX duplicate_candidates_queue_idx ON duplicate_candidates (status, created_at, candidate_id);
 COMMENT ON INDEX duplicate_candidates_queue_idx IS NULL;
 
+-- index:duplicate_candidates_counts_idx, from sql/schema/20_tables.sql
+DROP INDEX IF EXISTS duplicate_candidates_counts_idx;
+CREATE INDEX duplicate_candidates_counts_idx ON duplicate_candidates (status, layer, source, score);
+COMMENT ON INDEX duplicate_candidates_counts_idx IS NULL;
+
 -- function:reopen_candidate, from sql/schema/70_review.sql
 CREATE OR REPLACE FUNCTION reopen_candidate(p_id bigint, p_status text)
 RETURNS duplicate_candidates
