@@ -27,11 +27,10 @@ from pathlib import Path
 
 import httpx
 import psycopg
+from common import DATA, read_jsonl
 
 from dedup_pg import Deduper, database
 from dedup_pg.web.review import encode_cursor
-
-from common import DATA, read_jsonl
 
 OUT = Path(__file__).resolve().parent / "results" / "review_queue.md"
 
