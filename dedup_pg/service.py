@@ -151,9 +151,12 @@ def create_app(
     token: str | None = None,
     pool_size: int = 4,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    review: bool = True,
 ) -> FastAPI:
     """The ASGI application. ``token`` (default: ``DEDUP_PG_API_TOKEN``) turns on
-    bearer-token auth for the /v1 endpoints and /metrics."""
+    bearer-token auth for the /v1 endpoints and /metrics, and a login (the
+    token, then a session cookie) for the review page, ``/review``
+    (:mod:`dedup_pg.web.review`; ``review=False`` leaves it out)."""
     token = token if token is not None else os.environ.get("DEDUP_PG_API_TOKEN") or None
     state: dict[str, _Pool] = {}
 
@@ -271,5 +274,10 @@ def create_app(
         with state["pool"].deduper() as dd:
             text = prometheus_text(dd.conn)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    if review:
+        from .web.review import install
+
+        install(app, lambda: state["pool"], token)
 
     return app

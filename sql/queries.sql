@@ -136,6 +136,110 @@ SELECT candidate_id, status, doc_id FROM confirm_candidate(%(id)s, %(note)s, %(b
 -- name: dismiss
 SELECT candidate_id, status, doc_id FROM dismiss_candidate(%(id)s, %(note)s, %(by)s);
 
+-- name: review_queue_up
+-- The review page's queue (dedup_pg/web/review.py): candidates of one status
+-- after the keyset (created_at, candidate_id), ascending (duplicate_candidates_queue_idx;
+-- bench/review_queue.py). A NULL filter matches everything; day is the UTC day
+-- of seen_at, the partition key.
+SELECT c.candidate_id, c.created_at, c.seen_at, c.status, c.layer, c.score, c.distance, c.source,
+       c.external_id, c.title, left(c.body, 120) AS snippet, c.text_length, c.matched_doc_id,
+       d.source AS matched_source, d.title AS matched_title, c.decided_by, c.decided_at
+  FROM duplicate_candidates c
+  LEFT JOIN documents d ON d.doc_id = c.matched_doc_id AND d.seen_at = c.matched_seen_at
+ WHERE c.status = %(status)s
+   AND (c.created_at, c.candidate_id) > (coalesce(%(at)s::timestamptz, '-infinity'), coalesce(%(id)s::bigint, 0))
+   AND (%(layer)s::text IS NULL OR c.layer = %(layer)s)
+   AND (%(source)s::text IS NULL OR c.source = %(source)s)
+   AND (%(min_score)s::float8 IS NULL OR c.score >= %(min_score)s)
+   AND (%(max_score)s::float8 IS NULL OR c.score <= %(max_score)s)
+   AND (%(day)s::date IS NULL OR (c.seen_at >= (%(day)s::date::timestamp AT TIME ZONE 'UTC')
+                                  AND c.seen_at < ((%(day)s::date + 1)::timestamp AT TIME ZONE 'UTC')))
+ ORDER BY c.created_at, c.candidate_id
+ LIMIT %(limit)s;
+
+-- name: review_queue_down
+-- The same, before the keyset, descending.
+SELECT c.candidate_id, c.created_at, c.seen_at, c.status, c.layer, c.score, c.distance, c.source,
+       c.external_id, c.title, left(c.body, 120) AS snippet, c.text_length, c.matched_doc_id,
+       d.source AS matched_source, d.title AS matched_title, c.decided_by, c.decided_at
+  FROM duplicate_candidates c
+  LEFT JOIN documents d ON d.doc_id = c.matched_doc_id AND d.seen_at = c.matched_seen_at
+ WHERE c.status = %(status)s
+   AND (c.created_at, c.candidate_id) < (coalesce(%(at)s::timestamptz, 'infinity'),
+                                         coalesce(%(id)s::bigint, 9223372036854775807))
+   AND (%(layer)s::text IS NULL OR c.layer = %(layer)s)
+   AND (%(source)s::text IS NULL OR c.source = %(source)s)
+   AND (%(min_score)s::float8 IS NULL OR c.score >= %(min_score)s)
+   AND (%(max_score)s::float8 IS NULL OR c.score <= %(max_score)s)
+   AND (%(day)s::date IS NULL OR (c.seen_at >= (%(day)s::date::timestamp AT TIME ZONE 'UTC')
+                                  AND c.seen_at < ((%(day)s::date + 1)::timestamp AT TIME ZONE 'UTC')))
+ ORDER BY c.created_at DESC, c.candidate_id DESC
+ LIMIT %(limit)s;
+
+-- name: review_counts
+-- Candidates of one status per layer, under the queue's other filters; a layer
+-- is counted up to %(cap)s (the page says "10,000+"), so that the counts stay
+-- as fast as the page on a queue of millions of automatic duplicates.
+SELECT l.layer,
+       (SELECT count(*) FROM (
+            SELECT 1 FROM duplicate_candidates c
+             WHERE c.status = %(status)s AND c.layer = l.layer
+               AND (%(source)s::text IS NULL OR c.source = %(source)s)
+               AND (%(min_score)s::float8 IS NULL OR c.score >= %(min_score)s)
+               AND (%(max_score)s::float8 IS NULL OR c.score <= %(max_score)s)
+               AND (%(day)s::date IS NULL OR (c.seen_at >= (%(day)s::date::timestamp AT TIME ZONE 'UTC')
+                                              AND c.seen_at < ((%(day)s::date + 1)::timestamp AT TIME ZONE 'UTC')))
+             LIMIT %(cap)s) x) AS n
+  FROM unnest(ARRAY['exact', 'simhash', 'containment', 'minhash', 'semantic']) AS l(layer);
+
+-- name: review_pending_total
+SELECT count(*) AS n FROM duplicate_candidates WHERE status = 'pending';
+
+-- name: review_key
+-- A candidate's place in its queue (the keyset of next / previous).
+SELECT c.created_at, c.candidate_id FROM duplicate_candidates c WHERE c.candidate_id = %(id)s;
+
+-- name: review_candidate
+-- One candidate with everything the page shows: both texts in full, both
+-- sides' metadata and facts, the thresholds it was decided under.
+SELECT c.candidate_id, c.status, c.layer, c.score, c.distance, c.thresholds, c.created_at, c.seen_at,
+       c.published_at, c.decided_by, c.decided_at, c.note, c.external_id, c.source, c.url, c.title,
+       coalesce(c.body, d.body) AS body, c.body IS NULL AS body_is_matched, c.text_length, c.facts, c.doc_id,
+       c.matched_doc_id, c.matched_seen_at, d.doc_id IS NOT NULL AS matched_exists,
+       d.external_id AS matched_external_id, d.source AS matched_source, d.url AS matched_url,
+       d.title AS matched_title, d.body AS matched_body, d.published_at AS matched_published_at,
+       d.ingested_at AS matched_ingested_at, d.text_length AS matched_text_length, d.facts AS matched_facts
+  FROM duplicate_candidates c
+  LEFT JOIN documents d ON d.doc_id = c.matched_doc_id AND d.seen_at = c.matched_seen_at
+ WHERE c.candidate_id = %(id)s;
+
+-- name: review_sightings
+-- The story's sightings, first first: the matched document's and, while it is
+-- kept, the candidate's own document's (its duplicates).
+SELECT s.seen_at, s.source, s.url, s.external_id, s.verdict, s.layer, s.score, s.candidate_id, s.doc_id,
+       count(*) OVER () AS total
+  FROM document_sightings s
+ WHERE s.doc_id = ANY(%(docs)s)
+ ORDER BY s.seen_at, s.sighting_id
+ LIMIT %(limit)s;
+
+-- name: review_decide
+-- A decision from the page, applied only if the candidate still has the
+-- status the reviewer saw (dedup_review_decide in sql/schema/70_review.sql).
+SELECT outcome, candidate_id, status, doc_id, decided_by, decided_at, note, action_id
+  FROM dedup_review_decide(%(id)s, %(verb)s, %(expected)s, %(note)s, %(by)s);
+
+-- name: review_undo
+SELECT outcome, candidate_id, status, decided_by, decided_at, action_id, verb
+  FROM dedup_review_undo(%(by)s);
+
+-- name: review_action
+-- One logged decision (the page's "you restored 5" after the redirect).
+SELECT l.action_id, l.candidate_id, l.verb, l.from_status, l.to_status, l.acted_by, l.acted_at, l.note,
+       l.undone_at
+  FROM dedup_review_log l
+ WHERE l.action_id = %(id)s;
+
 -- name: metric_verdicts
 -- Sightings by source, verdict and layer (everything still in the database).
 SELECT coalesce(source, ''), verdict, coalesce(layer, ''), count(*)

@@ -119,6 +119,13 @@ CREATE INDEX duplicate_candidates_candidate_id_idx ON duplicate_candidates (cand
 CREATE INDEX duplicate_candidates_matched_doc_id_idx ON duplicate_candidates (matched_doc_id);
 CREATE INDEX duplicate_candidates_pending_idx ON duplicate_candidates (created_at)
     WHERE status = 'pending';
+-- The review page's queues (one a status, in order of arrival), read by keyset:
+-- equality on status, then a range on (created_at, candidate_id), so the first
+-- page and a deep one read the same few entries (bench/review_queue.py).
+CREATE INDEX duplicate_candidates_queue_idx ON duplicate_candidates (status, created_at, candidate_id);
+-- Its counts per layer under the filters (source, score range; the day prunes
+-- partitions), from the index alone: 100,000 candidates, 205 -> 4 ms.
+CREATE INDEX duplicate_candidates_counts_idx ON duplicate_candidates (status, layer, source, score);
 
 -- Texts (by normalized digest) that are never duplicates, and pairs of texts
 -- that are not duplicates of each other. Checked inside the ingest transaction.

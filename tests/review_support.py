@@ -1,0 +1,81 @@
+"""What the review page's tests share: a database with candidates of every
+kind (the bundled demo sample: automatic duplicates, a reordered repost and a
+pending review; a real Sina article's copy whose text is hostile), a server
+process on it, and a reviewer's login."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta, timezone
+from importlib.resources import files
+
+import httpx
+import psycopg
+
+from dedup_pg import Deduper
+
+from conftest import allow_backfill
+
+HOSTILE_BODY = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+HOSTILE_TITLE = "<script>window.__pwned=5</script>"
+
+
+def seed(dsn: str, sina: list[dict]) -> dict[str, int]:
+    """Ingest the demo sample and a hostile copy; candidate ids by external id."""
+    allow_backfill(dsn)
+    docs = [
+        json.loads(line)
+        for line in files("dedup_pg.data").joinpath("demo.jsonl").read_text("utf-8").splitlines()
+        if line.strip()
+    ]
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    article = sina[3]
+    original = {
+        "id": "sina-original",
+        "title": article["title"],
+        "body": article["body"],
+        "source": "sina",
+        "url": "https://news.sina.example/original.html",
+        "seen_at": now - timedelta(hours=3),
+    }
+    hostile = {
+        "id": "hostile-copy",
+        "title": HOSTILE_TITLE + article["title"],
+        "body": article["body"] + "\n" + HOSTILE_BODY,
+        "source": '<b onmouseover="window.__pwned=4">evil</b>',
+        "url": "javascript:window.__pwned=3",
+        "seen_at": now - timedelta(hours=2),
+    }
+    with Deduper(dsn) as dd:
+        list(dd.ingest_many(docs))
+        verdict = list(dd.ingest_many([original, hostile]))[1]
+        assert verdict.verdict == "duplicate", verdict
+        rows = dd.conn.execute(
+            "SELECT external_id, candidate_id FROM duplicate_candidates"
+        ).fetchall()
+    return dict(rows)
+
+
+def status(dsn: str, candidate_id: int) -> tuple:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            "SELECT status, doc_id, decided_by, note FROM duplicate_candidates WHERE candidate_id = %s",
+            [candidate_id],
+        ).fetchone()
+
+
+def login(url: str, name: str, token: str | None = None) -> tuple[httpx.Client, str]:
+    """A client with a session cookie, and the session's CSRF token."""
+    client = httpx.Client(base_url=url, timeout=30)
+    page = client.get("/review/login")
+    nonce = re.search(r'name="nonce" value="([^"]+)"', page.text).group(1)
+    form = {"nonce": nonce, "name": name, "next": "/review"}
+    if token is not None:
+        form["token"] = token
+    r = client.post("/review/login", data=form)
+    assert r.status_code == 303, r.text
+    queue = client.get("/review")
+    assert queue.status_code == 200
+    csrf = re.search(r'<meta name="csrf-token" content="([^"]+)"', queue.text).group(1)
+    return client, csrf
