@@ -22,6 +22,13 @@ never copied into the repository.
    (``clause_hashes(body.key)``, or ``sentence_hashes(body.text)`` in trees
    before commit 823c3fa); the whole ``fingerprint()``; and ``prepare_batch()``
    (validation + fingerprint + the JSON row).
+   With ``--stages-only``, only this part, with the parts of ``fingerprint()``
+   one by one (normalize, ``rjieba.cut`` and ``rjieba.tag``, the term table,
+   the SimHash vote, the facts, the MinHash 5-grams and signature, the clause
+   and lead hashes) and, when ``datasketch`` is installed, its MinHash +
+   MinHashLSH per document for reference, fastest and median of ``--repeats``
+   passes (``bench/results/fingerprint_stages.md``; pin it to one core with
+   ``taskset -c 0``).
 2. Pure-Python ``jieba.lcut`` vs ``rjieba.cut`` on 500 articles (jieba's
    dictionary load is done first and not timed).
 3. End-to-end docs/s of ``dd.ingest_many(docs, batch_size=B, workers=W)`` for
@@ -38,13 +45,6 @@ never copied into the repository.
    ``json.dumps`` of the payload is also timed on its own).
 5. Verdict counts (new / duplicate by layer / review / error), per kind of
    input, for every run: all runs must agree item by item.
-   With ``--stages-only``, only this part, with the parts of ``fingerprint()``
-   one by one (normalize, ``rjieba.cut`` and ``rjieba.tag``, the term table,
-   the SimHash vote, the facts, the MinHash 5-grams and signature, the clause
-   and lead hashes) and, when ``datasketch`` is installed, its MinHash +
-   MinHashLSH per document for reference, fastest and median of ``--repeats``
-   passes (``bench/results/fingerprint_stages.md``; pin it to one core with
-   ``taskset -c 0``).
 6. Latency of one read-only ``dd.is_duplicate(text)`` (p50/p95 over 300 calls)
    on the first loaded workers=0 database: 100 stored bodies with their
    titles, 100 stored bodies without the title, 100 texts never stored
