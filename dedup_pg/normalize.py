@@ -249,9 +249,13 @@ def clean(raw: str) -> str:
         text = _HTML_TAG.sub(" ", text)
         text = html.unescape(text)
     text = _nfkc(text)
-    text = _INVISIBLE.sub("", text)
-    text = _SPACES.sub(" ", text)
-    text = _CONTROL.sub("", text)
+    # every character of the three classes is non-printable (Cc, Cf, Zs, Zl,
+    # Zp), so a text printable but for its line ends has none of them: one C
+    # pass instead of three regex scans (1,995 of 2,000 sina2018 bodies)
+    if not text.replace("\n", "").isprintable():
+        text = _INVISIBLE.sub("", text)
+        text = _SPACES.sub(" ", text)
+        text = _CONTROL.sub("", text)
     if "  " in text:
         text = _HSPACE.sub(" ", text)
     lines = []
@@ -261,7 +265,8 @@ def clean(raw: str) -> str:
         # otherwise only a line without CJK characters can be
         if _CODE_STATEMENT.match(line) or _CODE_PROPERTY.match(line):
             continue
-        line = _REPLACEMENT.sub("", line).strip()
+        if "\ufffd" in line:
+            line = _REPLACEMENT.sub("", line).strip()
         if line and (_HAS_CJK.search(line) or not _CODE_LINE.match(line)):
             lines.append(line)
     return "\n".join(lines)

@@ -100,6 +100,20 @@ def test_nfkc_shortcuts_equal_full_nfkc():
         assert nz._nfkc(text) == unicodedata.normalize("NFKC", text), repr(text)
 
 
+def test_characters_clean_removes_or_folds_are_all_non_printable():
+    # clean() skips those three regexes on a text that isprintable() but for
+    # its line ends: sound only while no character they match is printable
+    import sys
+
+    classes = (nz._INVISIBLE, nz._SPACES, nz._CONTROL)
+    printable = [
+        hex(i)
+        for i in range(sys.maxunicode + 1)
+        if chr(i).isprintable() and any(c.match(chr(i)) for c in classes)
+    ]
+    assert printable == []
+
+
 def test_inline_javascript_and_css_lines_are_dropped():
     raw = (
         "正文第一句。\n(function(){\n  var adScript = document.createElement('script');\n"
