@@ -60,12 +60,12 @@ def tagged_facts(text: str, tags: list[tuple[str, str]]) -> list[str]:
 def named_facts(text: str, names: list[str]) -> list[str]:
     """:func:`facts` given the text's name facts (:func:`is_name`), in text order."""
     found: dict[str, None] = {}
-    for m in _NUMBER.finditer(text):
-        number = m.group() if "." in m.group() else m.group().lstrip("0") or "0"
+    for number in _NUMBER.findall(text):  # no groups: findall gives the matches
+        if "." not in number:
+            number = number.lstrip("0") or "0"
         if len(number) >= 2:
             found.setdefault(number)
-    for word in names:
-        found.setdefault(word)
+    found.update(dict.fromkeys(names))
     return list(found)[:MAX_FACTS]
 
 
