@@ -22,6 +22,13 @@ never copied into the repository.
    (``clause_hashes(body.key)``, or ``sentence_hashes(body.text)`` in trees
    before commit 823c3fa); the whole ``fingerprint()``; and ``prepare_batch()``
    (validation + fingerprint + the JSON row).
+   With ``--stages-only``, only this part, with the parts of ``fingerprint()``
+   one by one (normalize, ``rjieba.cut`` and ``rjieba.tag``, the term table,
+   the SimHash vote, the facts, the MinHash 5-grams and signature, the clause
+   and lead hashes) and, when ``datasketch`` is installed, its MinHash +
+   MinHashLSH per document for reference, fastest and median of ``--repeats``
+   passes (``bench/results/fingerprint_stages.md``; pin it to one core with
+   ``taskset -c 0``).
 2. Pure-Python ``jieba.lcut`` vs ``rjieba.cut`` on 500 articles (jieba's
    dictionary load is done first and not timed).
 3. End-to-end docs/s of ``dd.ingest_many(docs, batch_size=B, workers=W)`` for
@@ -48,7 +55,7 @@ start and end is recorded, and the runs are repeated, to judge the noise.
 
 Results are printed and written to ``bench/results/throughput.md``.
 
-    python bench/throughput.py [--limit N] [--batch-size B] [--repeats R]
+    python bench/throughput.py [--limit N] [--batch-size B] [--repeats R] [--stages-only]
 """
 
 from __future__ import annotations
@@ -88,7 +95,9 @@ from psycopg.types.json import Jsonb  # noqa: E402
 
 import dedup_pg  # noqa: E402
 from dedup_pg import Deduper, database  # noqa: E402
+from dedup_pg import facts as facts_mod  # noqa: E402
 from dedup_pg import fingerprint as fpmod  # noqa: E402
+from dedup_pg import minhash as mh  # noqa: E402
 from dedup_pg.deduper import prepare_batch  # noqa: E402
 from dedup_pg.fingerprint import fingerprint  # noqa: E402
 from dedup_pg.normalize import NormalizeOptions, normalize  # noqa: E402
@@ -97,6 +106,7 @@ from dedup_pg.tokenize import TERMS  # noqa: E402
 
 NEWS = DATA / "news"
 RESULTS = ROOT / "bench" / "results" / "throughput.md"
+STAGES_RESULTS = ROOT / "bench" / "results" / "fingerprint_stages.md"
 SEED = 20181101
 REPOST_SHARE = 0.20
 # Banners a reposting site appends. The first two match DEFAULT_NOISE_PATTERNS
@@ -200,6 +210,14 @@ class FreshDB:
 def stage_times(docs: list[dict], repeats: int) -> dict[str, float]:
     """Seconds per document for each stage (single process, warm term table):
     the fastest of ``repeats`` passes, the machine being shared."""
+    return {name: min(passes) for name, passes in stage_passes(docs, repeats).items()}
+
+
+def stage_passes(docs: list[dict], repeats: int) -> dict[str, list[float]]:
+    """Seconds per document of each of ``repeats`` passes, per stage (single
+    process, warm term table). Besides the stages of the ingest table, the
+    parts of ``fingerprint()`` one by one, each given what the one before made
+    (written to run on older trees too: what a tree lacks is skipped)."""
     options = NormalizeOptions()
     n = len(docs)
     started = time.perf_counter()
@@ -212,26 +230,98 @@ def stage_times(docs: list[dict], repeats: int) -> dict[str, float]:
         title = normalize(d["title"], options) if d["title"] and d["title"].strip() else None
         return body, title
 
-    def best(func: Callable[[object], object], items: list) -> float:
-        return min(timed_pass(func, items) for _ in range(repeats)) / n
+    def passes(func: Callable[[object], object], items: list) -> list[float]:
+        return [timed_pass(func, items) / n for _ in range(repeats)]
 
-    out: dict[str, float] = {"warm-up pass (fingerprint, cold)": warm / n}
-    out["normalize (body + title)"] = best(norm, docs)
+    out: dict[str, list[float]] = {"warm-up pass (fingerprint, cold)": [warm / n]}
+    out["normalize (body + title)"] = passes(norm, docs)
     normed = [norm(d) for d in docs]
     texts = [b.text if t is None else f"{t.text}\n{b.text}" for b, t in normed]
     keys = [b.key if t is None else f"{t.key}\n{b.key}" for b, t in normed]
-    out["tokenize (rjieba.cut)"] = best(rjieba.cut, texts)
-    out["SimHash incl. segmentation (TERMS.weights + simhash_arrays)"] = best(
+    out["tokenize (rjieba.cut)"] = passes(rjieba.cut, texts)
+    out["tagging (rjieba.tag)"] = passes(rjieba.tag, texts)
+    out["SimHash incl. segmentation (TERMS.weights + simhash_arrays)"] = passes(
         lambda t: simhash_arrays(*TERMS.weights(t)), texts
     )
-    out["SHA-1 of the exact key"] = best(lambda k: hashlib.sha1(k.encode("utf-8")).digest(), keys)
-    out[CONTAINMENT] = best(lambda bt: containment_hashes(bt[0]), normed)
-    out["fingerprint() whole"] = best(lambda d: fingerprint(d["body"], d["title"], options), docs)
+    words = [rjieba.cut(t) for t in texts]
+    if hasattr(TERMS, "lookup"):  # one lookup gives the SimHash terms and the names
+        looked = [TERMS.lookup(w, t) for w, t in zip(words, texts, strict=True)]
+        out["term table: hashes, TF-IDF weights, names (`TERMS.lookup`)"] = passes(
+            lambda wt: TERMS.lookup(*wt), list(zip(words, texts, strict=True))
+        )
+        weights = [(h, w) for h, w, _ in looked]
+        out["facts (`named_facts`: numbers + the names)"] = passes(
+            lambda tn: facts_mod.named_facts(*tn),
+            [(t, names) for t, (_, _, names) in zip(texts, looked, strict=True)],
+        )
+    else:
+        weights = [TERMS.term_weights(w) for w in words]
+        out["term table: hashes, TF-IDF weights (`TERMS.term_weights`)"] = passes(
+            TERMS.term_weights, words
+        )
+        tags = [rjieba.tag(t) for t in texts]
+        out["facts (`tagged_facts`, given the tags)"] = passes(
+            lambda tt: facts_mod.tagged_facts(*tt), list(zip(texts, tags, strict=True))
+        )
+    out["SimHash vote (`simhash_arrays`)"] = passes(lambda hw: simhash_arrays(*hw), weights)
+    out["MinHash: 5-gram hashes (`shingle_hashes`)"] = passes(mh.shingle_hashes, keys)
+    out["MinHash: signature (`signature`, 5-grams included)"] = passes(mh.signature, keys)
+    out["SHA-1 of the exact key"] = passes(lambda k: hashlib.sha1(k.encode("utf-8")).digest(), keys)
+    out[CONTAINMENT] = passes(lambda bt: containment_hashes(bt[0]), normed)
+    if hasattr(fpmod, "clause_and_lead_hashes"):
+        out["clause + lead hashes (`clause_and_lead_hashes`, as fingerprint())"] = passes(
+            lambda bt: fpmod.clause_and_lead_hashes(bt[0].key, bt[0].text), normed
+        )
+    out["fingerprint() whole"] = passes(lambda d: fingerprint(d["body"], d["title"], options), docs)
     batches = [docs[i : i + 500] for i in range(0, n, 500)]
-    out["prepare_batch() (validation + fingerprint + row)"] = best(
+    out["prepare_batch() (validation + fingerprint + row)"] = passes(
         lambda b: prepare_batch(b, options=options, max_chars=1_000_000), batches
     )
+    try:
+        from datasketch import MinHash, MinHashLSH
+    except ImportError:
+        return out
+
+    def datasketch_pass(_: object) -> None:
+        # as bench/semantic_quality.py runs it: char 5-grams of title + body,
+        # 128 permutations, threshold 0.5, query then insert when new
+        lsh = MinHashLSH(threshold=0.5, num_perm=128)
+        for i, d in enumerate(docs):
+            text = f"{d['title'] or ''}\n{d['body']}"
+            m = MinHash(num_perm=128)
+            m.update_batch([text[j : j + 5].encode("utf-8") for j in range(max(1, len(text) - 4))])
+            if not lsh.query(m):
+                lsh.insert(i, m)
+
+    out["reference: datasketch MinHash + MinHashLSH query/insert (5-grams, 128 perm.)"] = passes(
+        datasketch_pass, [None]
+    )
     return out
+
+
+def stages_report(
+    docs: list[dict], passes: dict[str, list[float]], args: argparse.Namespace
+) -> str:
+    """The --stages-only table: fastest and median pass per stage."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
+    out = [
+        f"## Fingerprinting, per stage ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC)",
+        "",
+        f"`python bench/throughput.py --stages-only --repeats {args.repeats}"
+        + (f" --limit {args.limit}" if args.limit else "")
+        + f"`, engine at {engine_revision()}, CPUs {cpus}, load average (1 min) "
+        f"{os.getloadavg()[0]:.2f} at the end. {len(docs):,} documents (sina2018 + reposts), "
+        f"{args.repeats} passes per stage after a warm-up pass of `fingerprint()` (term table "
+        "filled). Each stage is given what the stage before it made (the words, the normalized "
+        "text), so stages below `fingerprint()` whole are its parts, and the rows in "
+        "parentheses overlap others.",
+        "",
+        "| stage | ms/doc, fastest pass | median pass |",
+        "|---|---:|---:|",
+    ]
+    for name, values in passes.items():
+        out.append(f"| {name} | {min(values) * 1e3:.3f} | {statistics.median(values) * 1e3:.3f} |")
+    return "\n".join(out) + "\n"
 
 
 def jieba_compare(docs: list[dict], repeats: int, count: int = 500) -> dict[str, float]:
@@ -431,8 +521,16 @@ def main() -> None:
         default=2,
         help="ingest runs per configuration and timing passes per stage (default 2)",
     )
-    ap.add_argument("--output", type=Path, default=RESULTS)
+    ap.add_argument("--output", type=Path, default=None, help=f"default {RESULTS.name}")
+    ap.add_argument(
+        "--stages-only",
+        action="store_true",
+        help="only the per-stage fingerprinting timings, no database (default output: "
+        f"{STAGES_RESULTS.name})",
+    )
     args = ap.parse_args()
+    if args.output is None:
+        args.output = STAGES_RESULTS if args.stages_only else RESULTS
     t_start = time.perf_counter()
     load_start = os.getloadavg()
     rng = random.Random(SEED)
@@ -443,6 +541,13 @@ def main() -> None:
     log(f"{len(articles)} articles + {len(docs) - len(articles)} reposts = {len(docs)} documents")
 
     log("stage timings (single process)")
+    if args.stages_only:
+        text = stages_report(docs, stage_passes(docs, args.repeats), args)
+        print(text)
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text, encoding="utf-8")
+        log(f"written to {args.output} (total {time.perf_counter() - t_start:.0f} s)")
+        return
     stages = stage_times(docs, args.repeats)
     log("jieba vs rjieba")
     jb = jieba_compare(docs, args.repeats)

@@ -44,17 +44,28 @@ def facts(text: str) -> list[str]:
     return tagged_facts(text, rjieba.tag(text))
 
 
+def is_name(word: str, tag: str) -> bool:
+    """Is ``word``, tagged ``tag`` by jieba, a name fact? A function of the word
+    alone: rjieba's tag is its cut with each word's tag looked up (the
+    dictionary's, else a guess from the word's characters), so the term table
+    keeps it per term (``tokenize.TermTable.lookup``)."""
+    return tag in NAME_TAGS and len(word) >= 2 and not word.isascii()
+
+
 def tagged_facts(text: str, tags: list[tuple[str, str]]) -> list[str]:
     """:func:`facts` given the text's ``rjieba.tag`` (when the caller has it)."""
+    return named_facts(text, [word for word, tag in tags if is_name(word, tag)])
+
+
+def named_facts(text: str, names: list[str]) -> list[str]:
+    """:func:`facts` given the text's name facts (:func:`is_name`), in text order."""
     found: dict[str, None] = {}
-    for m in _NUMBER.finditer(text):
-        number = m.group() if "." in m.group() else m.group().lstrip("0") or "0"
+    for number in _NUMBER.findall(text):  # no groups: findall gives the matches
+        if "." not in number:
+            number = number.lstrip("0") or "0"
         if len(number) >= 2:
             found.setdefault(number)
-    names = [word for word, tag in tags if tag in NAME_TAGS and len(word) >= 2]
-    for word in names:
-        if not word.isascii():
-            found.setdefault(word)
+    found.update(dict.fromkeys(names))
     return list(found)[:MAX_FACTS]
 
 

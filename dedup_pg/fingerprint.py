@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +12,7 @@ import rjieba
 
 from . import minhash as mh
 from . import simhash as sh
-from .facts import tagged_facts
+from .facts import named_facts
 from .normalize import NORMALIZATION_VERSION, Normalized, NormalizeOptions, normalize
 from .tokenize import TERMS
 
@@ -22,9 +23,33 @@ MIN_CLAUSE_CHARS = 16
 # not at line ends: they are cut from the key, where lines are joined, so a copy
 # that glues its paragraphs together yields the same clauses as one that does not.
 _CLAUSE_END = re.compile(r"(?<=[。!?;,:])")
-_SPACE = re.compile(r"\s+")
-_LINE_SPACE = re.compile(r"[^\S\n]+")  # whitespace but line ends
+# Spaces are removed with str.split(), which cuts at the whitespace \s matches
+# (a regex sub cost four times as much).
 _CLAUSE_PUNCT = frozenset("。!?;,:")
+# _CLAUSE_END.split as str.replace + str.split: a mark after each punctuation
+# character, then a split at the marks (a third of the cost). The mark is a
+# character normalization removes (a control character); a text that holds it
+# anyway is cut with the regex.
+_MARK = "\x00"
+_MARKED = tuple((p, p + _MARK) for p in "。!?;,:")
+
+
+def _cut(text: str, lines: bool = False) -> list[str]:
+    """``_CLAUSE_END.split(text)``, also cut at line ends (dropping them) when
+    ``lines``, leaving out empty pieces."""
+    if _MARK in text:
+        pieces = [
+            p for line in (text.split("\n") if lines else [text]) for p in _CLAUSE_END.split(line)
+        ]
+        return [p for p in pieces if p]
+    for punct, marked in _MARKED:
+        if punct in text:
+            text = text.replace(punct, marked)
+    if lines:
+        text = text.replace("\n", _MARK)
+    return text.split(_MARK)
+
+
 #: Opening clauses sent for the lead rule (a stored text of up to LEAD_CLAUSES - 2
 #: clauses can be found as the lead of a longer one).
 LEAD_CLAUSES = 10
@@ -62,39 +87,54 @@ def clause_and_lead_hashes(
     key: str, text: str, n: int = LEAD_CLAUSES
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """``clause_hashes(key, text)`` and ``lead_clause_hashes(text, n)``, with
-    the text's clauses cut and each distinct clause hashed once."""
-    lines = _line_clauses(text)
+    the text's clauses cut and each distinct clause hashed once (and the key
+    cut only when it differs from the text without spaces: a text of one line
+    and its key give the same pieces)."""
+    flat = _without_spaces(text)
+    pieces = _cut(flat, lines=True)
+    lines = _punctuated(pieces)
     hashes = _hashed(lines, {})
     lead = _lead(lines, hashes, n)
-    _hashed(_key_clauses(key), hashes)
+    flat_key = "".join(key.split())
+    _hashed(_long(pieces if flat_key == flat else _cut(flat_key)), hashes)
     return tuple(sorted(set(hashes.values()))), lead
+
+
+def _without_spaces(text: str) -> str:
+    """``text`` without whitespace but its line ends."""
+    return "\n".join("".join(line.split()) for line in text.split("\n"))
+
+
+def _long(pieces: list[str]) -> list[str]:
+    return [p for p in pieces if len(p) >= MIN_CLAUSE_CHARS]
+
+
+def _punctuated(pieces: list[str]) -> list[str]:
+    return [p for p in pieces if len(p) >= MIN_CLAUSE_CHARS and p[-1] in _CLAUSE_PUNCT]
 
 
 def _key_clauses(key: str) -> list[str]:
     """The key's clauses, spaces removed, long enough to hash. (Spaces are
     removed before the cut: the cut falls after punctuation, never in a space,
     so the pieces are the same.)"""
-    return [p for p in _CLAUSE_END.split(_SPACE.sub("", key)) if len(p) >= MIN_CLAUSE_CHARS]
+    return _long(_cut("".join(key.split())))
 
 
 def _line_clauses(text: str) -> list[str]:
     """Pieces of each line that end at clause punctuation, spaces removed,
     long enough to hash."""
-    return [
-        p
-        for line in _LINE_SPACE.sub("", text).split("\n")
-        for p in _CLAUSE_END.split(line)
-        if len(p) >= MIN_CLAUSE_CHARS and p[-1] in _CLAUSE_PUNCT
-    ]
+    return _punctuated(_cut(_without_spaces(text), lines=True))
+
+
+_SHA1_HEAD = struct.Struct(">q").unpack_from  # first 8 bytes, big-endian, signed
 
 
 def _hashed(clauses: list[str], hashes: dict[str, int]) -> dict[str, int]:
     """Add the hash of each clause not yet in ``hashes`` (clause -> hash)."""
+    sha1 = hashlib.sha1
     for clause in clauses:
         if clause not in hashes:
-            hashes[clause] = int.from_bytes(
-                hashlib.sha1(clause.encode("utf-8")).digest()[:8], "big", signed=True
-            )
+            hashes[clause] = _SHA1_HEAD(sha1(clause.encode("utf-8")).digest())[0]
     return hashes
 
 
@@ -166,19 +206,19 @@ def fingerprint(body: str, title: str | None, options: NormalizeOptions) -> Fing
     the SimHash a little."""
     norm_body, norm_title, key = _normalized(body, title, options)
     text = norm_body.text if norm_title is None else f"{norm_title.text}\n{norm_body.text}"
-    # One segmentation for both: rjieba's tag is its cut with a tag looked up
-    # per word, so its words are the SimHash terms.
-    tags = rjieba.tag(text)
+    # One segmentation for both SimHash and the facts: the term table keeps
+    # each term's name flag, so rjieba.cut does (rjieba.tag costs twice as much)
+    hashes, weights, names = TERMS.lookup(rjieba.cut(text), text)
     clauses, lead = clause_and_lead_hashes(norm_body.key, norm_body.text)
     return Fingerprint(
         digest=hashlib.sha1(key.encode("utf-8")).digest(),
         title_digest=(
             hashlib.sha1(norm_title.key.encode("utf-8")).digest() if norm_title else None
         ),
-        simhash=sh.simhash_arrays(*TERMS.term_weights([word for word, _ in tags])),
+        simhash=sh.simhash_arrays(hashes, weights),
         length=len(key),
         clauses=clauses,
         lead=lead,
         minhash=None if (sig := mh.signature(key)) is None else tuple(sig),
-        facts=tuple(tagged_facts(text, tags)),
+        facts=tuple(named_facts(text, names)),
     )

@@ -7,8 +7,10 @@ Sina articles with such rewrites, MinHash over 5-grams found 100% of synonym
 and lead rewrites (bench/results/semantic.md), where SimHash found 57%.
 
 The signature is NUM_PERM minimums of multiply-shift hashes of the text's
-distinct 5-grams (whitespace removed), computed with numpy in chunks so a huge
-document costs time, not memory. PostgreSQL cuts it into BANDS bands of
+distinct 5-grams (whitespace removed). The 5-gram hashes and the minimums are
+loops that numba compiles (``_minhash_jit``); numpy's versions of the same
+arithmetic, in chunks so a huge document costs time, not memory, are the
+reference the compiled ones are tested against, and the fallback. PostgreSQL cuts it into BANDS bands of
 BAND_ROWS values (``dedup_minhash_bands``) kept in ``document_minhash_bands``;
 two texts sharing any band value are compared on the whole signature. With 32
 bands of 4, a pair at Jaccard 0.5 shares a band with probability 0.87, at 0.6
@@ -17,7 +19,9 @@ bands of 4, a pair at Jaccard 0.5 shares a band with probability 0.87, at 0.6
 
 from __future__ import annotations
 
-import re
+import functools
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -36,7 +40,6 @@ BANDS = NUM_PERM // BAND_ROWS
 #: containment layers.
 MIN_SHINGLES = 100
 _CHUNK = 4096
-_SPACE = re.compile(r"\s+")
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 _rng = np.random.default_rng(20181120)
@@ -57,20 +60,19 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-def shingle_hashes(key: str) -> np.ndarray:
+class _Kernels(NamedTuple):
+    shingle_values: Callable[[np.ndarray], np.ndarray]
+    minimums: Callable[[np.ndarray], np.ndarray]
+
+
+def shingle_hashes(key: str, kernels: _Kernels | None = None) -> np.ndarray:
     """Distinct 64-bit hashes of the key's character 5-grams (spaces removed), sorted."""
-    chars = np.frombuffer(_SPACE.sub("", key).encode("utf-32-le"), dtype=np.uint32)
+    # str.split() removes the whitespace \s matches, at a quarter of a regex's cost
+    chars = np.frombuffer("".join(key.split()).encode("utf-32-le"), dtype=np.uint32)
     n = len(chars) - SHINGLE + 1
     if n <= 0:
         return np.empty(0, dtype=np.uint64)
-    codes = chars.astype(np.uint64)
-    with np.errstate(over="ignore"):
-        # h = (((c0 * P + c1) * P + c2) * P + ...), in place
-        h = codes[:n].copy()
-        for k in range(1, SHINGLE):
-            h *= _PRIME
-            h += codes[k : k + n]
-        h = _mix(h)
+    h = (kernels or _kernels()).shingle_values(chars)
     # sort + drop repeats: what np.unique returns, at a third of its cost
     h.sort()
     if n > 1:
@@ -81,15 +83,23 @@ def shingle_hashes(key: str) -> np.ndarray:
     return h
 
 
-def signature(key: str) -> list[int] | None:
-    """NUM_PERM signed 32-bit minimums (PostgreSQL ``integer[]``), or None when
-    the text has fewer than MIN_SHINGLES distinct 5-grams."""
-    hashes = shingle_hashes(key)
-    if len(hashes) < MIN_SHINGLES:
-        return None
+def _shingle_values_numpy(chars: np.ndarray) -> np.ndarray:
+    """The hash of each 5-gram of ``chars`` (repeats kept), with numpy."""
+    n = len(chars) - SHINGLE + 1
+    codes = chars.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        # h = (((c0 * P + c1) * P + c2) * P + ...), in place
+        h = codes[:n].copy()
+        for k in range(1, SHINGLE):
+            h *= _PRIME
+            h += codes[k : k + n]
+        return _mix(h)
+
+
+def _minimums_numpy(hashes: np.ndarray) -> np.ndarray:
+    """min over ``hashes`` of each permutation's ``(a * h + b) mod 2**64``, with
+    numpy: one buffer for all chunks, products and sums in place."""
     sig = np.full(NUM_PERM, np.iinfo(np.uint64).max, dtype=np.uint64)
-    # One buffer for all chunks, products and sums in place. The shift comes
-    # last: x >> 32 is monotonic, so min(x >> 32) == min(x) >> 32.
     buf = np.empty((NUM_PERM, min(_CHUNK, len(hashes))), dtype=np.uint64)
     with np.errstate(over="ignore"):
         for start in range(0, len(hashes), _CHUNK):
@@ -98,7 +108,57 @@ def signature(key: str) -> list[int] | None:
             np.multiply(_A_COL, chunk, out=values)
             np.add(values, _B_COL, out=values)
             np.minimum(sig, values.min(axis=1), out=sig)
+    return sig
+
+
+#: numpy's kernels: the reference the compiled ones must equal
+NUMPY_KERNELS = _Kernels(_shingle_values_numpy, _minimums_numpy)
+
+
+def signature(key: str) -> list[int] | None:
+    """NUM_PERM signed 32-bit minimums (PostgreSQL ``integer[]``), or None when
+    the text has fewer than MIN_SHINGLES distinct 5-grams."""
+    kernels = _kernels()
+    hashes = shingle_hashes(key, kernels)
+    if len(hashes) < MIN_SHINGLES:
+        return None
+    # The shift comes last: x >> 32 is monotonic, so min(x >> 32) == min(x) >> 32.
+    sig = kernels.minimums(hashes)
     return (sig >> np.uint64(32)).astype(np.uint32).view(np.int32).tolist()
+
+
+#: Fingerprints a process makes with numpy's kernels before it loads numba's.
+#: Loading numba costs ~0.4 s once (its import, LLVM, the cached machine code;
+#: 0.2 s -> 0.6 s for a process's first fingerprint) and saves ~0.3 ms a
+#: signature, so a command that fingerprints a few texts never pays it and a
+#: long run pays it early.
+COMPILE_AFTER = 1000
+_uses = 0
+
+
+def _kernels() -> _Kernels:
+    """The kernels for the next signature: numpy's for a process's first
+    COMPILE_AFTER, numba's after that (the same values)."""
+    global _uses
+    if _uses < COMPILE_AFTER:
+        _uses += 1  # a lost update between threads only delays the switch
+        return NUMPY_KERNELS
+    return compiled_kernels()
+
+
+@functools.cache
+def compiled_kernels() -> _Kernels:
+    """The 5-gram hashes and the minimums as numba compiles them (same values:
+    0.33 -> 0.10 ms a sina2018 signature, one core), or numpy's where numba
+    cannot be imported."""
+    try:
+        from . import _minhash_jit as jit
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return NUMPY_KERNELS
+    return _Kernels(
+        lambda chars: jit.shingle_values(chars, SHINGLE, _PRIME),
+        lambda hashes: jit.minimums(hashes, _A, _B),
+    )
 
 
 def similarity(a: list[int], b: list[int]) -> float:

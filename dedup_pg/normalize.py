@@ -46,7 +46,7 @@ _HTML_BLOCK = re.compile(
     re.I,
 )
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^<>]*>|<!\w[^<>]*>")
-_HSPACE = re.compile(r"[ ]+")
+_HSPACE = re.compile(r" {2,}")  # runs of spaces to one (a lone space stays as it is)
 # Whitespace that touches a CJK character (or CJK punctuation) carries no meaning.
 _CJK = "\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef"
 _IS_CJK = re.compile(f"[{_CJK}]")
@@ -76,19 +76,34 @@ def _nfkc_run(match: re.Match[str]) -> str:
 def _nfkc(text: str) -> str:
     for char, ascii_form in _NFKC_ASCII:
         text = text.replace(char, ascii_form)
+    # most texts are NFKC already after that (10,837 of sina2018's 11,377), and
+    # the check is one C pass; every run of such a text is NFKC too
+    if unicodedata.is_normalized("NFKC", text):
+        return text
     return _NFKC_RUN.sub(_nfkc_run, text)
 
 
+def _is_cjk(char: str) -> bool:
+    """``_IS_CJK.match(char)`` for one character, without a regex call."""
+    return (
+        "\u2e80" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff" or "\uff00" <= char <= "\uffef"
+    )
+
+
 def _fold_spaces(text: str) -> str:
-    """Drop whitespace that touches a CJK character; fold other runs to one space."""
+    """Drop whitespace that touches a CJK character; fold other runs to one space.
 
-    def fold(match: re.Match[str]) -> str:
-        start, end = match.span()
-        before = text[start - 1] if start else ""
-        after = text[end] if end < len(text) else ""
-        return "" if _IS_CJK.match(before) or _IS_CJK.match(after) else " "
-
-    return _ANY_SPACE.sub(fold, text).strip()
+    ``str.split()`` cuts at the same whitespace as ``\\s`` and drops it at both
+    ends (the ``strip``); a Python call per run of whitespace cost 3.5x this.
+    """
+    out: list[str] = []
+    last = ""  # the last character so far
+    for piece in text.split():
+        if last and not (_is_cjk(last) or _is_cjk(piece[0])):
+            out.append(" ")
+        out.append(piece)
+        last = piece[-1]
+    return "".join(out)
 
 
 _HAS_CJK = re.compile("[\u4e00-\u9fff]")
@@ -139,6 +154,23 @@ DEFAULT_NOISE_PATTERNS: tuple[str, ...] = (
     r"^[^\n]{0,20}(?:本文|文章)?(?:来源|转载自|来自)\s*[:：][^\n]{0,40}$",
     r"^[^\n]{0,30}(?:扫码|扫描二维码|长按二维码)[^\n]{0,40}$",
 )
+# For each default pattern, strings of which a match holds at least one: a
+# text without any of them is left alone without running the pattern (the
+# six patterns were a fifth of normalize's time on sina2018).
+_NOISE_LITERALS: dict[str, tuple[str, ...]] = dict(
+    zip(
+        DEFAULT_NOISE_PATTERNS,
+        (
+            ("【",),
+            ("更多",),
+            ("编辑", "责编"),
+            ("版权", "未经"),
+            ("来源", "转载自", "来自"),
+            ("扫码", "二维码"),
+        ),
+        strict=True,
+    )
+)
 
 #: Noise removal never takes more than this share of a text: past it, the
 #: patterns are matching content, not noise, and the text is kept whole.
@@ -183,7 +215,9 @@ class NormalizeOptions:
     lowercase: bool = False
     noise_patterns: tuple[str, ...] = DEFAULT_NOISE_PATTERNS
     script_folding: str | None = None
-    _compiled: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _compiled: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if self.script_folding is not None and self.script_folding not in SCRIPT_FOLDINGS:
@@ -194,7 +228,7 @@ class NormalizeOptions:
         compiled = []
         for pattern in self.noise_patterns:
             try:
-                compiled.append(re.compile(pattern, re.M))
+                compiled.append((re.compile(pattern, re.M), _NOISE_LITERALS.get(pattern, ())))
             except re.error as exc:
                 raise ValueError(f"noise pattern {pattern!r} is not a valid regex: {exc}") from exc
         object.__setattr__(self, "_compiled", tuple(compiled))
@@ -215,10 +249,15 @@ def clean(raw: str) -> str:
         text = _HTML_TAG.sub(" ", text)
         text = html.unescape(text)
     text = _nfkc(text)
-    text = _INVISIBLE.sub("", text)
-    text = _SPACES.sub(" ", text)
-    text = _CONTROL.sub("", text)
-    text = _HSPACE.sub(" ", text)
+    # every character of the three classes is non-printable (Cc, Cf, Zs, Zl,
+    # Zp), so a text printable but for its line ends has none of them: one C
+    # pass instead of three regex scans (1,995 of 2,000 sina2018 bodies)
+    if not text.replace("\n", "").isprintable():
+        text = _INVISIBLE.sub("", text)
+        text = _SPACES.sub(" ", text)
+        text = _CONTROL.sub("", text)
+    if "  " in text:
+        text = _HSPACE.sub(" ", text)
     lines = []
     for line in text.split("\n"):
         line = line.strip()
@@ -226,7 +265,8 @@ def clean(raw: str) -> str:
         # otherwise only a line without CJK characters can be
         if _CODE_STATEMENT.match(line) or _CODE_PROPERTY.match(line):
             continue
-        line = _REPLACEMENT.sub("", line).strip()
+        if "\ufffd" in line:
+            line = _REPLACEMENT.sub("", line).strip()
         if line and (_HAS_CJK.search(line) or not _CODE_LINE.match(line)):
             lines.append(line)
     return "\n".join(lines)
@@ -245,8 +285,9 @@ def normalize(raw: str, options: NormalizeOptions | None = None) -> Normalized:
     if options.script_folding:
         text = _opencc(options.script_folding).convert(text)
     stripped = text
-    for pattern in options._compiled:
-        stripped = pattern.sub("", stripped)
+    for pattern, literals in options._compiled:
+        if not literals or any(literal in stripped for literal in literals):
+            stripped = pattern.sub("", stripped)
     if len(stripped) >= (1 - MAX_NOISE_SHARE) * len(text):
         text = stripped
     text = "\n".join(line.strip() for line in text.split("\n") if line.strip())

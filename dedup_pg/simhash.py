@@ -61,7 +61,12 @@ def simhash_arrays(hashes: np.ndarray, weights: np.ndarray) -> int:
     bits = np.unpackbits(
         hashes.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little"
     )
-    votes = weights @ (2.0 * bits - 1.0)
+    # each bit as -1.0 or +1.0: the values of 2.0 * bits - 1.0, made in place
+    # (numpy's mixed uint8 * float loop cost four times the whole vote)
+    signs = bits.astype(np.float64)
+    signs *= 2.0
+    signs -= 1.0
+    votes = weights @ signs
     return int(np.packbits(votes > 0, bitorder="little").view("<u8")[0])
 
 

@@ -63,6 +63,32 @@ def test_signature_estimates_jaccard(sina):
     assert minhash.signature("今天上午,示例市举行新闻发布会。") is None  # too short
 
 
+def test_compiled_kernels_equal_numpys(sina):
+    # numba's loops must give numpy's values bit for bit, on real text and at
+    # the edges (fewer characters than a 5-gram, one 5-gram, repeats, a
+    # document longer than numpy's chunk, code points above the BMP)
+    import numpy as np
+
+    compiled = minhash.compiled_kernels()
+    assert compiled is not minhash.NUMPY_KERNELS, "numba is a dependency"
+    texts = [a["body"] for a in sina[:300]] + [
+        "",
+        "abcd",
+        "abcde",
+        "哈" * 200,
+        "".join(a["body"] for a in sina[:20]),
+        "𠀀𠀁𠀂𠀃𠀄𠀅" * 30,
+    ]
+    for text in texts:
+        chars = np.frombuffer("".join(text.split()).encode("utf-32-le"), dtype=np.uint32)
+        if len(chars) >= minhash.SHINGLE:
+            values = compiled.shingle_values(chars)
+            assert np.array_equal(values, minhash.NUMPY_KERNELS.shingle_values(chars))
+        hashes = minhash.shingle_hashes(text)
+        if len(hashes):
+            assert np.array_equal(compiled.minimums(hashes), minhash.NUMPY_KERNELS.minimums(hashes))
+
+
 def test_facts_differ_on_both_sides_only_for_another_story():
     a = facts("娜奥米·沃茨加盟《权力的游戏》前传试播集,2018年10月31日消息。")
     b = facts("乔什·怀特豪斯加盟《权力的游戏》前传剧集,2018年11月1日消息。")

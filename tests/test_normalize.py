@@ -1,7 +1,9 @@
+import random
 import unicodedata
 
 import pytest
 
+from dedup_pg import normalize as nz
 from dedup_pg.normalize import (
     DEFAULT_NOISE_PATTERNS,
     NormalizationError,
@@ -61,6 +63,55 @@ def test_nfkc_shortcut_equals_full_nfkc():
     samples = ["e\u0301te\u0301", "…—“”「」", "ｶﾞ①ﬁ", "한국어 ᄒᆞᆫ", "Ⅻ㍿", "漢字\u3000。、"]
     for s in samples:
         assert clean(s) == " ".join(unicodedata.normalize("NFKC", s).split()), s
+
+
+# Characters that exercise the whitespace folding and NFKC paths: CJK and CJK
+# punctuation, every kind of space, combining marks, compatibility forms.
+_ALPHABET = (
+    "中文字。、“”，："
+    + "ab1 " * 3
+    + "\n\t\u3000\xa0\u2002\x85\u2028\x1c\x1f"
+    + "e\u0301\u0316\u0338>ｶﾞ①ﬁ한ᄒᆞᆫ㍿·\ufffd\u200b"
+)
+
+
+def _random_texts(n: int = 3000) -> list[str]:
+    rng = random.Random(20)
+    return ["".join(rng.choices(_ALPHABET, k=rng.randrange(0, 30))) for _ in range(n)]
+
+
+def test_space_folding_equals_the_per_run_rule():
+    # the rule as first written: each maximal run of whitespace is dropped when
+    # a neighbour is CJK, else it becomes one space
+    def fold(text):
+        def one(m):
+            before = text[m.start() - 1] if m.start() else ""
+            after = text[m.end()] if m.end() < len(text) else ""
+            return "" if nz._IS_CJK.match(before) or nz._IS_CJK.match(after) else " "
+
+        return nz._ANY_SPACE.sub(one, text).strip()
+
+    for text in _random_texts():
+        assert nz._fold_spaces(text) == fold(text), repr(text)
+
+
+def test_nfkc_shortcuts_equal_full_nfkc():
+    for text in _random_texts():
+        assert nz._nfkc(text) == unicodedata.normalize("NFKC", text), repr(text)
+
+
+def test_characters_clean_removes_or_folds_are_all_non_printable():
+    # clean() skips those three regexes on a text that isprintable() but for
+    # its line ends: sound only while no character they match is printable
+    import sys
+
+    classes = (nz._INVISIBLE, nz._SPACES, nz._CONTROL)
+    printable = [
+        hex(i)
+        for i in range(sys.maxunicode + 1)
+        if chr(i).isprintable() and any(c.match(chr(i)) for c in classes)
+    ]
+    assert printable == []
 
 
 def test_inline_javascript_and_css_lines_are_dropped():

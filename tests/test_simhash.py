@@ -4,6 +4,7 @@ import random
 import psycopg
 from simhash import Simhash
 
+from dedup_pg import fingerprint as fp
 from dedup_pg import simhash as sh
 from dedup_pg.fingerprint import clause_hashes, fingerprint
 from dedup_pg.normalize import NormalizeOptions
@@ -89,3 +90,37 @@ def test_clause_hashes_ignore_short_clauses_and_paragraphing():
         NormalizeOptions(),
     )
     assert glued.clauses == split.clauses and len(glued.clauses) == 2
+
+
+def test_clause_cuts_equal_the_regex_cuts():
+    # the clauses as first cut (regexes), against the str.replace/split version
+    import re
+
+    end = re.compile(r"(?<=[。!?;,:])")
+
+    def key_clauses(key):
+        return [p for p in end.split(re.sub(r"\s+", "", key)) if len(p) >= fp.MIN_CLAUSE_CHARS]
+
+    def line_clauses(text):
+        return [
+            p
+            for line in re.sub(r"[^\S\n]+", "", text).split("\n")
+            for p in end.split(line)
+            if len(p) >= fp.MIN_CLAUSE_CHARS and p[-1] in "。!?;,:"
+        ]
+
+    rng = random.Random(20)
+    alphabet = "中文字词句" * 4 + "。!?;,:" + " \n\t\u3000\x00" + "ab"
+    for _ in range(3000):
+        text = "".join(rng.choices(alphabet, k=rng.randrange(0, 120)))
+        key = text if rng.random() < 0.5 else " ".join(text.split())
+        assert fp._key_clauses(key) == key_clauses(key), repr(key)
+        assert fp._line_clauses(text) == line_clauses(text), repr(text)
+        lines, hashes = line_clauses(text), {}
+        for clause in lines + key_clauses(key):
+            hashes.setdefault(
+                clause,
+                int.from_bytes(hashlib.sha1(clause.encode()).digest()[:8], "big", signed=True),
+            )
+        lead = tuple(dict.fromkeys(hashes[c] for c in lines))[: fp.LEAD_CLAUSES]
+        assert fp.clause_and_lead_hashes(key, text) == (tuple(sorted(set(hashes.values()))), lead)
