@@ -15,6 +15,8 @@ import pytest
 
 from dedup_pg import database, schema
 
+from conftest import REPO
+
 #: Downgrades of released revisions that are known to be inexact, as the diff
 #: lines they leave (revision -> lines). They lose comments only; the files
 #: are frozen, so the differences are recorded here instead of fixed there.
@@ -154,19 +156,20 @@ def test_released_revisions_are_frozen():
     the newest revision may be missing from it (not released yet: it may still
     change); a new revision (python -m dedup_pg.schema new-revision) freezes the
     one before it."""
-    recorded = schema.read_checksums()
-    files = schema.revision_files()
+    # the repository's files (an installed package has no migrations/ folder beside it)
+    recorded = schema.read_checksums(REPO)
+    files = schema.revision_files(REPO)
     head = max(files)
     changed, unrecorded = [], []
     for revision, paths in sorted(files.items()):
         for path in paths:
-            key = path.relative_to(schema._SOURCE_TREE).as_posix()
+            key = path.relative_to(REPO).as_posix()
             if key not in recorded:
                 if revision != head:
                     unrecorded.append(key)
             elif recorded[key] != schema.checksum(path):
                 changed.append(key)
-    on_disk = {p.relative_to(schema._SOURCE_TREE).as_posix() for ps in files.values() for p in ps}
+    on_disk = {p.relative_to(REPO).as_posix() for ps in files.values() for p in ps}
     missing = sorted(set(recorded) - on_disk)
     assert not changed, f"released migration files changed (make a new revision instead): {changed}"
     assert not unrecorded, (
