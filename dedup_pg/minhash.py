@@ -20,6 +20,7 @@ bands of 4, a pair at Jaccard 0.5 shares a band with probability 0.87, at 0.6
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -127,12 +128,14 @@ def signature(key: str) -> list[int] | None:
     return (sig >> np.uint64(32)).astype(np.uint32).view(np.int32).tolist()
 
 
-#: Fingerprints a process makes with numpy's kernels before it loads numba's.
-#: Loading numba costs ~0.4 s once (its import, LLVM, the cached machine code;
-#: 0.2 s -> 0.6 s for a process's first fingerprint) and saves ~0.3 ms a
-#: signature, so a command that fingerprints a few texts never pays it and a
-#: long run pays it early.
-COMPILE_AFTER = 1000
+#: Signatures a process makes with numpy's kernels before it loads numba's
+#: (``DEDUP_PG_MINHASH_COMPILE_AFTER``; negative: never). Loading numba costs
+#: ~0.4 s once (its import, LLVM, the cached machine code: a process's first
+#: fingerprint 0.2 s -> 0.6 s) and ~120 MB of RSS (LLVM's shared library,
+#: file-backed); it saves ~0.22 ms a signature. So a command that
+#: fingerprints a few texts never pays it, a long run pays it early, and a
+#: process short of memory can keep numpy's kernels.
+COMPILE_AFTER = int(os.environ.get("DEDUP_PG_MINHASH_COMPILE_AFTER", "1000"))
 _uses = 0
 
 
@@ -140,6 +143,8 @@ def _kernels() -> _Kernels:
     """The kernels for the next signature: numpy's for a process's first
     COMPILE_AFTER, numba's after that (the same values)."""
     global _uses
+    if COMPILE_AFTER < 0:
+        return NUMPY_KERNELS
     if _uses < COMPILE_AFTER:
         _uses += 1  # a lost update between threads only delays the switch
         return NUMPY_KERNELS
