@@ -30,6 +30,7 @@ from psycopg.types.json import Jsonb
 from . import database, semantic
 from .documents import Document, InputError, Line, SeenAtWindow, to_document
 from .embeddings import Embedder
+from .errors import first_line
 from .fingerprint import Fingerprint, content_digest, fingerprint
 from .normalize import DEFAULT_NOISE_PATTERNS, NormalizeOptions
 from .sqlfiles import queries
@@ -342,13 +343,13 @@ class Deduper:
                 lambda: self._call(payload, errors, dry_run, overrides, prepared.embedded)
             )
         except _REJECTED as exc:
-            message = f"rejected by PostgreSQL: {_first_line(exc)}"
+            message = f"rejected by PostgreSQL: {first_line(exc)}"
             if len(payload) <= 1:
                 if not payload:
                     raise  # recording input errors alone failed: a bug, not input
                 pos = payload[0]["pos"]
                 rejected[pos] = message
-                if errors or not dry_run:
+                if not dry_run:  # (a dry run has no input errors to record either)
                     record = _error_record(prepared.item(pos), message)
                     self._retrying(lambda: self._call([], [*errors, record], False, overrides))
                 return []
@@ -379,7 +380,7 @@ class Deduper:
                 pause = min(5.0, 0.1 * 2**tried) * (0.5 + random.random())
                 _log.warning(
                     "transient database fault (%s); retry %d of %d in %.1f s",
-                    _first_line(fault),
+                    first_line(fault),
                     tried + 1,
                     self.retries,
                     pause,
@@ -387,7 +388,7 @@ class Deduper:
                 time.sleep(pause)
         raise IngestStopped(
             f"the database kept failing after {self.retries} retries: "
-            f"{type(fault).__name__}: {_first_line(fault)}"
+            f"{type(fault).__name__}: {first_line(fault)}"
         ) from fault
 
     def _reconnect(self, cause: Exception) -> None:
@@ -402,8 +403,8 @@ class Deduper:
             except (database.DatabaseError, psycopg.OperationalError) as exc:
                 if time.monotonic() + pause > deadline:
                     raise IngestStopped(
-                        f"lost the database connection ({_first_line(cause)}) and could not "
-                        f"reconnect within {self.reconnect_seconds:g} s: {_first_line(exc)}"
+                        f"lost the database connection ({first_line(cause)}) and could not "
+                        f"reconnect within {self.reconnect_seconds:g} s: {first_line(exc)}"
                     ) from exc
                 time.sleep(pause)
                 pause = min(pause * 2, 5.0)
@@ -412,7 +413,7 @@ class Deduper:
                 self.conn.close()
             self.conn = conn
             self.templates.conn = conn
-            _log.warning("reconnected to the database after: %s", _first_line(cause))
+            _log.warning("reconnected to the database after: %s", first_line(cause))
             return
 
     def _call(
@@ -595,11 +596,6 @@ def _to_row(pos: int, doc: Document, fp: Fingerprint, seen_at: datetime) -> dict
         "lead": list(fp.lead),
         "content_type": doc.content_type,
     }
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _error_record(item: object, message: str) -> dict[str, Any]:

@@ -30,3 +30,10 @@ def _rebuild_input_error(message: str, item_id: str | None, raw: bytes | None) -
 
 class CalibrationError(ValueError):
     """Calibration cannot run as asked (too few documents, unknown model, ...)."""
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message in one line (PostgreSQL's carry DETAIL and
+    CONTEXT lines below it): for one-line reports instead of tracebacks."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

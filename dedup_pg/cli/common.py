@@ -15,6 +15,7 @@ import psycopg
 from .. import database
 from ..deduper import DEFAULT_BATCH_SIZE, Deduper
 from ..documents import InputError
+from ..errors import first_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,7 +57,7 @@ def database_options(func: F) -> F:
         except (database.DatabaseError, InputError, KeyError, ValueError) as exc:
             raise click.ClickException(str(exc).strip("'\"")) from exc
         except psycopg.Error as exc:  # one line, not a traceback
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            first = first_line(exc)
             raise click.ClickException(f"database error: {first}") from exc
 
     return wrapper  # type: ignore[return-value]

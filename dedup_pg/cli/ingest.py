@@ -18,6 +18,7 @@ import psycopg
 from .. import database
 from ..deduper import DEFAULT_RETRIES
 from ..documents import InputError, Line, parse_jsonl_line
+from ..errors import first_line
 from ..verdicts import Verdict
 from .common import batch_size_option, database_options, open_deduper
 
@@ -186,7 +187,7 @@ def ingest(
         f"{done} documents: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), err=True
     )
     if stopped is not None:
-        first = (str(stopped).strip().splitlines() or [type(stopped).__name__])[0]
+        first = first_line(stopped)
         click.echo(f"Error: stopped after {skip + done} items: {first}", err=True)
         sys.exit(EXIT_STOPPED)
     if counts.get("error"):
