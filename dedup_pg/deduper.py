@@ -570,8 +570,9 @@ def default_workers(cpus: int | None = None) -> int:
     ``dedup-pg ingest`` use: none on one CPU (processes add work and nothing
     runs beside them), else one per CPU this process may run on, at most
     :data:`MAX_AUTO_WORKERS`. Measured on a 2-core machine with the embedded
-    server (BENCHMARKS.md, "Against the peers"): 2 processes ingested 5,000
-    sina2018 documents faster than fingerprinting in a thread."""
+    server (BENCHMARKS.md, "Against the peers"): when it was quiet, 2 processes
+    ingested 1.2-1.4x the documents a second of one thread; with other jobs
+    holding both cores they were level (0.96x)."""
     if cpus is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return 0 if (cpus or 1) <= 1 else min(cpus or 1, MAX_AUTO_WORKERS)
