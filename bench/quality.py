@@ -750,8 +750,6 @@ def main(argv: list[str] | None = None) -> int:
             allow_backfill(dd3)
             for k, v in changed.items():
                 dd3.set_setting(k, v)
-        for k, v in changed.items():
-            dd3.set_setting(k, v)
             pclock = Clock()
             short_page = {
                 "id": "short-gallery-page" + TEMPLATE_SUFFIX,

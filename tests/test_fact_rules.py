@@ -13,11 +13,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from conftest import allow_backfill, fresh_database
 
 from dedup_pg import Deduper
 from dedup_pg.facts import disagree
 from dedup_pg.fingerprint import fingerprint
+
+from conftest import allow_backfill, fresh_database
 
 LABELS = Path(__file__).resolve().parents[1] / "bench" / "labels"
 T0 = datetime(2018, 11, 20, tzinfo=timezone.utc)
