@@ -16,7 +16,8 @@ dropped from the candidate search only (the Jaccard reported is over all grams).
 Intersections come from a sparse product, so no pair is missed by sampling.
 
 Writes bench/labels/validation_candidates.jsonl: one line per pair with corpus,
-a_id, b_id, jaccard_char8, containment_char8 (sorted by corpus, then Jaccard
+a_id, b_id, a_line, b_line (0-based lines of the corpus file: dxy_covid_short repeats
+some ids), jaccard_char8, containment_char8 (sorted by corpus, then Jaccard
 descending), no text.
 
 Run from the repository root:  python bench/mine_validation_pairs.py
@@ -92,6 +93,9 @@ def mine(
                     "corpus": corpus,
                     "a_id": a_id,
                     "b_id": b_id,
+                    # 0-based lines of the corpus file: some ids occur more than once
+                    "a_line": int(i),
+                    "b_line": int(j),
                     "jaccard_char8": round(float(jac), 3),
                     "containment_char8": round(float(cont), 3),
                 }
