@@ -17,11 +17,12 @@ depends_on = None
 #: Objects this revision takes from sql/schema/ (their definitions are in its
 #: SQL file); the downgrade re-applies each one's previous definition.
 OBJECTS = [
-    "function:dedup_ingest",
-    "function:dedup_rebuild_pairs",
     "function:dedup_opening_similarity",
     "function:dedup_text_numbers",
+    "function:dedup_copied_body",
     "function:dedup_facts_verdict",
+    "function:dedup_ingest",
+    "function:dedup_rebuild_pairs",
 ]
 
 

@@ -7,17 +7,92 @@
 -- castings, two companion ranking lists) were merged because they differ in
 -- a date or a few figures only, under the facts_disagreement_share bar. The
 -- fact check moves into dedup_facts_verdict (ingest and rebuild) with both
--- rules and three settings (bench/results/validation.md has the numbers).
+-- rules and three settings; containment's review band takes a copied body
+-- under a rewritten lead as a duplicate (dedup_copied_body) (bench/results/validation.md has the numbers).
 --
 -- Hand-written changes (ALTER TABLE, settings rows, data) go here, above the
 -- definitions copied from sql/schema/ below.
 INSERT INTO dedup_settings (name, value, description) VALUES
  ('facts_copied_body_share', '0.6',
-  'a near-duplicate match whose texts each hold facts the other lacks (or numbers, facts_template_max_chars) is still a duplicate when both keep at least this share of their clauses in common (3 or more) and their openings are unlike (facts_rewritten_lead_similarity): a lead rewritten over a copied body; null = off'),
+  'a lead rewritten over a copied body is a duplicate: when both texts keep at least this share of their clauses in common (3 or more) and their openings are unlike (facts_rewritten_lead_similarity), the fact check lets the match through and containment''s review band takes it as a duplicate; null = off'),
  ('facts_rewritten_lead_similarity', '0.3',
   'character-bigram Jaccard of the two bodies'' first 100 characters (digits masked) below which a lead counts as rewritten, for facts_copied_body_share'),
  ('facts_template_max_chars', '1000',
-  'a near-duplicate match whose shorter body has at most this many characters goes to review when each text holds a number the other lacks (one-digit numbers too): a templated item for another date, figure or day; null = off');
+  'a near-duplicate match whose shorter body has at most this many characters goes to review when each text holds a number the other lacks (one-digit numbers too): a templated item for another day, date or figure; null = off');
+
+-- function:dedup_opening_similarity, from sql/schema/40_hash_layers.sql
+CREATE OR REPLACE FUNCTION dedup_opening_similarity(p_a text, p_b text)
+RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    WITH o AS (
+        SELECT regexp_replace(left(regexp_replace(coalesce(p_a, ''), '\s+', '', 'g'), 100), '[0-9]+', '#', 'g') AS a,
+               regexp_replace(left(regexp_replace(coalesce(p_b, ''), '\s+', '', 'g'), 100), '[0-9]+', '#', 'g') AS b
+    ), ga AS (
+        SELECT DISTINCT substr(o.a, i, 2) AS g FROM o, generate_series(1, length(o.a) - 1) i
+    ), gb AS (
+        SELECT DISTINCT substr(o.b, i, 2) AS g FROM o, generate_series(1, length(o.b) - 1) i
+    )
+    SELECT coalesce((SELECT count(*) FROM ga JOIN gb USING (g))::double precision
+                    / nullif((SELECT count(*) FROM (SELECT g FROM ga UNION SELECT g FROM gb) u), 0), 0)
+$$;
+COMMENT ON FUNCTION dedup_opening_similarity(text, text) IS NULL;
+
+-- function:dedup_text_numbers, from sql/schema/40_hash_layers.sql
+CREATE OR REPLACE FUNCTION dedup_text_numbers(p_text text)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT coalesce(array_agg(DISTINCT CASE WHEN m[1] LIKE '%.%' THEN m[1]
+                                            ELSE coalesce(nullif(ltrim(m[1], '0'), ''), '0') END), '{}')
+      FROM regexp_matches(normalize(coalesce(p_text, ''), NFKC), '([0-9]+(?:\.[0-9]+)?)', 'g') m
+$$;
+COMMENT ON FUNCTION dedup_text_numbers(text) IS NULL;
+
+-- function:dedup_copied_body, from sql/schema/40_hash_layers.sql
+CREATE OR REPLACE FUNCTION dedup_copied_body(p_a_body text, p_b_body text, p_shared integer,
+                                  p_a_n integer, p_b_n integer, p_settings jsonb)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT coalesce(p_shared >= 3
+                    AND p_shared >= (p_settings ->> 'facts_copied_body_share')::double precision * p_a_n
+                    AND p_shared >= (p_settings ->> 'facts_copied_body_share')::double precision * p_b_n
+                    AND dedup_opening_similarity(p_a_body, p_b_body)
+                        < (p_settings ->> 'facts_rewritten_lead_similarity')::double precision, false)
+$$;
+COMMENT ON FUNCTION dedup_copied_body(text, text, integer, integer, integer, jsonb) IS NULL;
+
+-- function:dedup_facts_verdict, from sql/schema/40_hash_layers.sql
+CREATE OR REPLACE FUNCTION dedup_facts_verdict(p_a text[], p_b text[], p_share double precision,
+                                    p_added double precision, p_a_body text, p_b_body text,
+                                    p_shared integer, p_a_n integer, p_b_n integer, p_settings jsonb)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+    v_max_chars integer := (p_settings ->> 'facts_template_max_chars')::integer;
+    v_both boolean;
+    v_template boolean := false;
+    v_a text[];
+    v_b text[];
+BEGIN
+    IF p_share IS NULL OR p_a IS NULL OR p_b IS NULL THEN
+        RETURN NULL;
+    END IF;
+    v_both := dedup_facts_disagree(p_a, p_b, p_share, NULL);
+    IF v_max_chars IS NOT NULL AND least(length(p_a_body), length(p_b_body)) <= v_max_chars THEN
+        v_a := dedup_text_numbers(p_a_body);
+        v_b := dedup_text_numbers(p_b_body);
+        v_template := EXISTS (SELECT unnest(v_a) EXCEPT SELECT unnest(v_b))
+                      AND EXISTS (SELECT unnest(v_b) EXCEPT SELECT unnest(v_a));
+    END IF;
+    IF (v_both OR v_template)
+       AND NOT dedup_copied_body(p_a_body, p_b_body, p_shared, p_a_n, p_b_n, p_settings) THEN
+        RETURN 'differ';
+    END IF;
+    IF p_added IS NOT NULL AND dedup_facts_disagree(p_a, p_b, 2.0, p_added) THEN
+        RETURN 'added';  -- a share of 2 never holds: the added rule alone
+    END IF;
+    RETURN NULL;
+END $$;
+COMMENT ON FUNCTION dedup_facts_verdict(text[], text[], double precision, double precision, text, text, integer, integer, integer, jsonb) IS NULL;
 
 -- function:dedup_ingest, from sql/schema/60_ingest.sql
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
@@ -330,6 +405,9 @@ BEGIN
         -- Containment layer: clauses (boilerplate left out) shared with a stored
         -- text. Catches copies that add or drop paragraphs: site banners, ads,
         -- truncated recrawls. Containment = shared / the smaller text's clauses.
+        -- In the review band, a copied body under a rewritten lead
+        -- (dedup_copied_body: both keep most of their clauses in common, the
+        -- openings unlike) is a duplicate too.
         -- It is a duplicate only when the incoming text is mostly old news too
         -- (containment_incoming_share of its clauses are in the other text): a
         -- long text that merely quotes a short stored one is kept, for review.
@@ -361,6 +439,14 @@ BEGIN
                     v_cand.incoming_share := 1.0;
                 END IF;
                 IF v_cand.ratio >= v_cont_dup AND v_cand.incoming_share >= v_cont_incoming THEN
+                    m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
+                    m_layer := 'containment'; m_score := least(v_cand.ratio, 1.0);
+                ELSIF v_cand.ratio >= v_cont_review
+                      AND dedup_copied_body(it.body, (SELECT d.body FROM documents d
+                                                       WHERE d.doc_id = v_cand.doc_id
+                                                         AND d.seen_at = v_cand.seen_at),
+                                            v_cand.shared, v_n_item, v_cand.stored_n, v_settings) THEN
+                    -- the review band, but a copied body under a rewritten lead
                     m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
                     m_layer := 'containment'; m_score := least(v_cand.ratio, 1.0);
                 ELSIF v_cand.ratio >= v_cont_review AND r_doc_id IS NULL THEN
@@ -654,6 +740,12 @@ BEGIN
                     WHEN e.ratio >= (s ->> 'containment_threshold')::double precision
                      AND e.shared = e.stored_n AND e.stored_n >= 2
                     THEN 'lead'
+                    -- the review band, but a copied body under a rewritten lead
+                    WHEN dedup_copied_body(
+                             (SELECT d.body FROM documents d WHERE d.doc_id = e.a_id AND d.seen_at = e.a_seen),
+                             (SELECT d.body FROM documents d WHERE d.doc_id = e.b_id AND d.seen_at = e.b_seen),
+                             e.shared, e.n_item, e.stored_n, s)
+                    THEN 'duplicate'
                     ELSE 'review' END,
                'containment', least(e.ratio, 1.0), NULL::integer,
                -- the lead rule needs how many of the earlier text's clauses count
@@ -707,71 +799,3 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION dedup_rebuild_pairs(timestamptz, jsonb) IS
     'Candidate pairs of a rebuild (exact, SimHash band self-joins, shared clauses, shared MinHash bands) with each layer''s verdict under dedup_ingest''s rules, fact check included. Called by dedup-pg rebuild.';
-
--- function:dedup_opening_similarity, from sql/schema/40_hash_layers.sql
-CREATE OR REPLACE FUNCTION dedup_opening_similarity(p_a text, p_b text)
-RETURNS double precision
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    WITH o AS (
-        SELECT regexp_replace(left(regexp_replace(coalesce(p_a, ''), '\s+', '', 'g'), 100), '[0-9]+', '#', 'g') AS a,
-               regexp_replace(left(regexp_replace(coalesce(p_b, ''), '\s+', '', 'g'), 100), '[0-9]+', '#', 'g') AS b
-    ), ga AS (
-        SELECT DISTINCT substr(o.a, i, 2) AS g FROM o, generate_series(1, length(o.a) - 1) i
-    ), gb AS (
-        SELECT DISTINCT substr(o.b, i, 2) AS g FROM o, generate_series(1, length(o.b) - 1) i
-    )
-    SELECT coalesce((SELECT count(*) FROM ga JOIN gb USING (g))::double precision
-                    / nullif((SELECT count(*) FROM (SELECT g FROM ga UNION SELECT g FROM gb) u), 0), 0)
-$$;
-COMMENT ON FUNCTION dedup_opening_similarity(text, text) IS NULL;
-
--- function:dedup_text_numbers, from sql/schema/40_hash_layers.sql
-CREATE OR REPLACE FUNCTION dedup_text_numbers(p_text text)
-RETURNS text[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT coalesce(array_agg(DISTINCT CASE WHEN m[1] LIKE '%.%' THEN m[1]
-                                            ELSE coalesce(nullif(ltrim(m[1], '0'), ''), '0') END), '{}')
-      FROM regexp_matches(normalize(coalesce(p_text, ''), NFKC), '([0-9]+(?:\.[0-9]+)?)', 'g') m
-$$;
-COMMENT ON FUNCTION dedup_text_numbers(text) IS NULL;
-
--- function:dedup_facts_verdict, from sql/schema/40_hash_layers.sql
-CREATE OR REPLACE FUNCTION dedup_facts_verdict(p_a text[], p_b text[], p_share double precision,
-                                    p_added double precision, p_a_body text, p_b_body text,
-                                    p_shared integer, p_a_n integer, p_b_n integer, p_settings jsonb)
-RETURNS text
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
-DECLARE
-    v_body_share double precision := (p_settings ->> 'facts_copied_body_share')::double precision;
-    v_opening double precision := (p_settings ->> 'facts_rewritten_lead_similarity')::double precision;
-    v_max_chars integer := (p_settings ->> 'facts_template_max_chars')::integer;
-    v_both boolean;
-    v_template boolean := false;
-    v_copied boolean;
-    v_a text[];
-    v_b text[];
-BEGIN
-    IF p_share IS NULL OR p_a IS NULL OR p_b IS NULL THEN
-        RETURN NULL;
-    END IF;
-    v_both := dedup_facts_disagree(p_a, p_b, p_share, NULL);
-    IF v_max_chars IS NOT NULL AND least(length(p_a_body), length(p_b_body)) <= v_max_chars THEN
-        v_a := dedup_text_numbers(p_a_body);
-        v_b := dedup_text_numbers(p_b_body);
-        v_template := EXISTS (SELECT unnest(v_a) EXCEPT SELECT unnest(v_b))
-                      AND EXISTS (SELECT unnest(v_b) EXCEPT SELECT unnest(v_a));
-    END IF;
-    IF v_both OR v_template THEN
-        v_copied := v_body_share IS NOT NULL AND v_opening IS NOT NULL
-                    AND p_shared >= 3 AND p_shared >= v_body_share * p_a_n AND p_shared >= v_body_share * p_b_n
-                    AND dedup_opening_similarity(p_a_body, p_b_body) < v_opening;
-        IF NOT v_copied THEN
-            RETURN 'differ';
-        END IF;
-    END IF;
-    IF p_added IS NOT NULL AND dedup_facts_disagree(p_a, p_b, 2.0, p_added) THEN
-        RETURN 'added';  -- a share of 2 never holds: the added rule alone
-    END IF;
-    RETURN NULL;
-END $$;
-COMMENT ON FUNCTION dedup_facts_verdict(text[], text[], double precision, double precision, text, text, integer, integer, integer, jsonb) IS NULL;

@@ -195,16 +195,31 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
       FROM regexp_matches(normalize(coalesce(p_text, ''), NFKC), '([0-9]+(?:\.[0-9]+)?)', 'g') m
 $$;
 
+-- A copied body under a rewritten lead: both texts keep at least
+-- facts_copied_body_share of their clauses in common (p_shared of p_a_n and
+-- p_b_n, boilerplate left out; 3 or more) and their openings are unlike
+-- (dedup_opening_similarity below facts_rewritten_lead_similarity). A copy
+-- that keeps most of the body whole is a copy whatever its first lines add:
+-- the fact check lets it through, and containment's review band takes it as
+-- a duplicate. Null settings: never.
+CREATE FUNCTION dedup_copied_body(p_a_body text, p_b_body text, p_shared integer,
+                                  p_a_n integer, p_b_n integer, p_settings jsonb)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT coalesce(p_shared >= 3
+                    AND p_shared >= (p_settings ->> 'facts_copied_body_share')::double precision * p_a_n
+                    AND p_shared >= (p_settings ->> 'facts_copied_body_share')::double precision * p_b_n
+                    AND dedup_opening_similarity(p_a_body, p_b_body)
+                        < (p_settings ->> 'facts_rewritten_lead_similarity')::double precision, false)
+$$;
+
 -- The fact check of a near-duplicate match (dedup_ingest's, and the
 -- rebuild's): 'differ' when the texts are two stories, 'added' when the
 -- incoming text p_a adds many facts (dedup_facts_disagree's second rule;
 -- p_added null: not checked), else null. Two stories:
 -- - each text holds facts the other lacks (dedup_facts_disagree's first
---   rule), unless the match is a copied body under a rewritten lead: both
---   texts keep facts_copied_body_share of their clauses (p_shared of p_a_n
---   and p_b_n, boilerplate left out; 3 or more) and their openings are unlike
---   (dedup_opening_similarity below facts_rewritten_lead_similarity). A copy
---   that keeps most of the body whole is a copy whatever its first lines add.
+--   rule), unless the match is a copied body under a rewritten lead
+--   (dedup_copied_body);
 -- - or a short templated item: the shorter body has at most
 --   facts_template_max_chars characters and each text holds a number the
 --   other lacks (dedup_text_numbers), the copied-body exception aside: another
@@ -216,12 +231,9 @@ CREATE FUNCTION dedup_facts_verdict(p_a text[], p_b text[], p_share double preci
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
-    v_body_share double precision := (p_settings ->> 'facts_copied_body_share')::double precision;
-    v_opening double precision := (p_settings ->> 'facts_rewritten_lead_similarity')::double precision;
     v_max_chars integer := (p_settings ->> 'facts_template_max_chars')::integer;
     v_both boolean;
     v_template boolean := false;
-    v_copied boolean;
     v_a text[];
     v_b text[];
 BEGIN
@@ -235,13 +247,9 @@ BEGIN
         v_template := EXISTS (SELECT unnest(v_a) EXCEPT SELECT unnest(v_b))
                       AND EXISTS (SELECT unnest(v_b) EXCEPT SELECT unnest(v_a));
     END IF;
-    IF v_both OR v_template THEN
-        v_copied := v_body_share IS NOT NULL AND v_opening IS NOT NULL
-                    AND p_shared >= 3 AND p_shared >= v_body_share * p_a_n AND p_shared >= v_body_share * p_b_n
-                    AND dedup_opening_similarity(p_a_body, p_b_body) < v_opening;
-        IF NOT v_copied THEN
-            RETURN 'differ';
-        END IF;
+    IF (v_both OR v_template)
+       AND NOT dedup_copied_body(p_a_body, p_b_body, p_shared, p_a_n, p_b_n, p_settings) THEN
+        RETURN 'differ';
     END IF;
     IF p_added IS NOT NULL AND dedup_facts_disagree(p_a, p_b, 2.0, p_added) THEN
         RETURN 'added';  -- a share of 2 never holds: the added rule alone

@@ -480,6 +480,9 @@ BEGIN
         -- Containment layer: clauses (boilerplate left out) shared with a stored
         -- text. Catches copies that add or drop paragraphs: site banners, ads,
         -- truncated recrawls. Containment = shared / the smaller text's clauses.
+        -- In the review band, a copied body under a rewritten lead
+        -- (dedup_copied_body: both keep most of their clauses in common, the
+        -- openings unlike) is a duplicate too.
         -- It is a duplicate only when the incoming text is mostly old news too
         -- (containment_incoming_share of its clauses are in the other text): a
         -- long text that merely quotes a short stored one is kept, for review.
@@ -511,6 +514,14 @@ BEGIN
                     v_cand.incoming_share := 1.0;
                 END IF;
                 IF v_cand.ratio >= v_cont_dup AND v_cand.incoming_share >= v_cont_incoming THEN
+                    m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
+                    m_layer := 'containment'; m_score := least(v_cand.ratio, 1.0);
+                ELSIF v_cand.ratio >= v_cont_review
+                      AND dedup_copied_body(it.body, (SELECT d.body FROM documents d
+                                                       WHERE d.doc_id = v_cand.doc_id
+                                                         AND d.seen_at = v_cand.seen_at),
+                                            v_cand.shared, v_n_item, v_cand.stored_n, v_settings) THEN
+                    -- the review band, but a copied body under a rewritten lead
                     m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
                     m_layer := 'containment'; m_score := least(v_cand.ratio, 1.0);
                 ELSIF v_cand.ratio >= v_cont_review AND r_doc_id IS NULL THEN

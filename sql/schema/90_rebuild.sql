@@ -352,6 +352,12 @@ BEGIN
                     WHEN e.ratio >= (s ->> 'containment_threshold')::double precision
                      AND e.shared = e.stored_n AND e.stored_n >= 2
                     THEN 'lead'
+                    -- the review band, but a copied body under a rewritten lead
+                    WHEN dedup_copied_body(
+                             (SELECT d.body FROM documents d WHERE d.doc_id = e.a_id AND d.seen_at = e.a_seen),
+                             (SELECT d.body FROM documents d WHERE d.doc_id = e.b_id AND d.seen_at = e.b_seen),
+                             e.shared, e.n_item, e.stored_n, s)
+                    THEN 'duplicate'
                     ELSE 'review' END,
                'containment', least(e.ratio, 1.0), NULL::integer,
                -- the lead rule needs how many of the earlier text's clauses count
