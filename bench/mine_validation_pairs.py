@@ -49,7 +49,9 @@ def grams(text: str, n: int = 8) -> np.ndarray:
     if len(text) < n:
         return np.zeros(0, dtype=np.int64)
     hs = {
-        int.from_bytes(hashlib.blake2b(text[i : i + n].encode(), digest_size=8).digest(), "little", signed=True)
+        int.from_bytes(
+            hashlib.blake2b(text[i : i + n].encode(), digest_size=8).digest(), "little", signed=True
+        )
         for i in range(len(text) - n + 1)
     }
     return np.fromiter(hs, dtype=np.int64, count=len(hs))
@@ -63,7 +65,9 @@ def mine(
     skip: set[frozenset[str]],
     min_containment: float | None = None,
 ) -> list[dict]:
-    items = [json.loads(line) for line in (DATA / "news" / f"{corpus}.jsonl").open(encoding="utf-8")]
+    items = [
+        json.loads(line) for line in (DATA / "news" / f"{corpus}.jsonl").open(encoding="utf-8")
+    ]
     sets = [grams(text_of(it)) for it in items]
     sizes = np.array([len(s) for s in sets])
     rows = np.repeat(np.arange(len(sets)), sizes)
@@ -87,7 +91,9 @@ def mine(
         full = len(np.intersect1d(sets[i], sets[j], assume_unique=True))
         jac = full / (sizes[i] + sizes[j] - full)
         cont = full / min(sizes[i], sizes[j])
-        if low <= jac < high or (jac < low and min_containment is not None and cont >= min_containment):
+        if low <= jac < high or (
+            jac < low and min_containment is not None and cont >= min_containment
+        ):
             out.append(
                 {
                     "corpus": corpus,
