@@ -36,4 +36,3 @@ def downgrade() -> None:
         "DELETE FROM dedup_settings WHERE name IN ('facts_copied_body_share',"
         " 'facts_rewritten_lead_similarity', 'facts_template_max_chars')"
     )
-
