@@ -178,7 +178,9 @@ def resolve(pairs: list[dict]) -> list[tuple[dict, dict, dict]]:
     cache: dict[str, dict[str, list[dict]]] = {}
     out_pairs = []
     for p in pairs:
-        by_id = cache.setdefault(p["corpus"], corpus_items(p["corpus"]))
+        if p["corpus"] not in cache:
+            cache[p["corpus"]] = corpus_items(p["corpus"])
+        by_id = cache[p["corpus"]]
         a = by_id[p["a_id"]][p.get("a_occurrence", 0)]
         b = by_id[p["b_id"]][p.get("b_occurrence", 0)]
         out_pairs.append((p, a, b))

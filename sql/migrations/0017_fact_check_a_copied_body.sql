@@ -43,7 +43,8 @@ RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT coalesce(array_agg(DISTINCT CASE WHEN m[1] LIKE '%.%' THEN m[1]
                                             ELSE coalesce(nullif(ltrim(m[1], '0'), ''), '0') END), '{}')
-      FROM regexp_matches(normalize(coalesce(p_text, ''), NFKC), '([0-9]+(?:\.[0-9]+)?)', 'g') m
+      FROM regexp_matches(regexp_replace(normalize(coalesce(p_text, ''), NFKC), '[0-9.]+\s*$', ''),
+                          '([0-9]+(?:\.[0-9]+)?)', 'g') m
 $$;
 COMMENT ON FUNCTION dedup_text_numbers(text) IS NULL;
 

@@ -187,12 +187,15 @@ $$;
 -- The distinct numbers of a text (NFKC-folded, so full-width digits count;
 -- leading zeros dropped), one-digit numbers included: the facts leave those
 -- out, but "11月1日" against "11月2日" is the date a templated item differs in.
+-- A number that ends the text is left out: a truncated copy may have cut it
+-- ("...计划招录34" of "...计划招录3441人").
 CREATE FUNCTION dedup_text_numbers(p_text text)
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT coalesce(array_agg(DISTINCT CASE WHEN m[1] LIKE '%.%' THEN m[1]
                                             ELSE coalesce(nullif(ltrim(m[1], '0'), ''), '0') END), '{}')
-      FROM regexp_matches(normalize(coalesce(p_text, ''), NFKC), '([0-9]+(?:\.[0-9]+)?)', 'g') m
+      FROM regexp_matches(regexp_replace(normalize(coalesce(p_text, ''), NFKC), '[0-9.]+\s*$', ''),
+                          '([0-9]+(?:\.[0-9]+)?)', 'g') m
 $$;
 
 -- A copied body under a rewritten lead: both texts keep at least
