@@ -12,6 +12,7 @@ import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from dedup_pg import Deduper
@@ -118,3 +119,30 @@ def test_lead_rewrites_of_tuning_set_articles_are_duplicates(template_dsn, dd, s
     for a, b in cases:
         assert ingest_pair(template_dsn, a, b) == ("duplicate", "a"), a["id"]
         assert ingest_pair(template_dsn, a, b, facts_copied_body_share=None)[0] == "review", a["id"]
+
+
+def test_text_numbers_fold_full_width_digits_and_leave_out_a_number_cut_at_the_end(dsn):
+    """One-digit numbers count (the date a templated item differs in), full-width
+    digits are the same numbers, leading zeros go, and a number that ends the
+    text is left out: a truncated copy may have cut it in two."""
+
+    with psycopg.connect(dsn) as conn:
+
+        def numbers(text: str) -> list[str]:
+            row = conn.execute("SELECT dedup_text_numbers(%s)", [text]).fetchone()
+            return sorted(row[0])
+
+        assert numbers("北京时间11月1日消息，发布海报") == ["1", "11"]
+        assert numbers("北京时间１１月１日消息，发布海报") == ["1", "11"]
+        assert numbers("代码00708，占41.16%。") == ["41.16", "708"]
+        assert numbers("西部职位共计划招录34") == []
+        similar = conn.execute(
+            "SELECT dedup_opening_similarity(%s, %s), dedup_opening_similarity(%s, %s)",
+            [
+                "新浪娱乐讯 北京时间11月1日消息，安娜贝拉加盟科幻新片《警告》",
+                "新浪娱乐讯 北京时间11月2日消息，安娜贝拉加盟科幻新片《警告》",
+                "新浪娱乐讯 北京时间11月1日消息，安娜贝拉加盟科幻新片《警告》",
+                "据了解，国家统计局今天公布了十月份的居民消费价格指数",
+            ],
+        ).fetchone()
+        assert similar[0] == 1.0 and similar[1] < 0.1
