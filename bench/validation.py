@@ -75,8 +75,8 @@ out = Report()
 def corpus_items(corpus: str) -> dict[str, list[dict]]:
     """A corpus's articles by id, in file order (dxy_covid_short repeats some ids)."""
     by_id: dict[str, list[dict]] = collections.defaultdict(list)
-    for item in read_jsonl(DATA / "news" / f"{corpus}.jsonl"):
-        by_id[item["id"]].append(item)
+    for line, item in enumerate(read_jsonl(DATA / "news" / f"{corpus}.jsonl")):
+        by_id[item["id"]].append(item | {"_line": line})
     return by_id
 
 
@@ -108,6 +108,13 @@ def _occurrence(items: list[dict], length: int | None) -> int | None:
 def collect(label_dir: Path) -> int:
     """Join the helpers' label files with their pair files into VALIDATION."""
     ids = {c: corpus_items(c) for c in CORPORA}
+    # each pair's line in validation_candidates.jsonl (the batches' own numbers
+    # are from an earlier version of that file): by the corpus lines read, else
+    # (a helper shown other items of the same ids) by ids and Jaccard
+    by_lines, by_key = {}, {}
+    for k, c in enumerate(read_jsonl(LABELS / "validation_candidates.jsonl")):
+        by_lines.setdefault((c["corpus"], frozenset((c["a_line"], c["b_line"]))), k)
+        by_key.setdefault((c["corpus"], c["a_id"], c["b_id"], c["jaccard_char8"]), k)
     rows, skipped = [], collections.Counter()
     for labels_path in sorted(glob.glob(str(label_dir / "batch*.labels.jsonl"))):
         batch = Path(labels_path).name.split(".")[0]
@@ -122,7 +129,6 @@ def collect(label_dir: Path) -> int:
             if (p["corpus"], p["a_id"], p["b_id"]) != (lab["corpus"], lab["a_id"], lab["b_id"]):
                 raise SystemExit(f"{batch}: label out of order at candidate line {p['_k']}")
             row = {
-                "line": p["_k"],
                 "corpus": p["corpus"],
                 "a_id": p["a_id"],
                 "b_id": p["b_id"],
@@ -150,10 +156,17 @@ def collect(label_dir: Path) -> int:
                         skipped["shared id, helper shown one text twice"] += 1
                         continue
                     b_occ = same[0]
-                row["a_occurrence"], row["b_occurrence"] = a_occ, b_occ
+            else:
+                a_occ = b_occ = 0
+            row["a_line"] = by_id[p["a_id"]][a_occ]["_line"]
+            row["b_line"] = by_id[p["b_id"]][b_occ]["_line"]
+            row["line"] = by_lines.get(
+                (p["corpus"], frozenset((row["a_line"], row["b_line"]))),
+                by_key.get((p["corpus"], p["a_id"], p["b_id"], p["jaccard_char8"])),
+            )
             row.update(label=lab["label"], reason=lab["reason"], batch=batch)
             rows.append(row)
-    rows.sort(key=lambda r: r["line"])
+    rows.sort(key=lambda r: (r["line"], r["a_line"], r["b_line"]))
     with VALIDATION.open("w", encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
@@ -181,8 +194,9 @@ def resolve(pairs: list[dict]) -> list[tuple[dict, dict, dict]]:
         if p["corpus"] not in cache:
             cache[p["corpus"]] = corpus_items(p["corpus"])
         by_id = cache[p["corpus"]]
-        a = by_id[p["a_id"]][p.get("a_occurrence", 0)]
-        b = by_id[p["b_id"]][p.get("b_occurrence", 0)]
+        # the corpus lines the labeller read (validation set); the tuning set's ids are unique
+        a = next(x for x in by_id[p["a_id"]] if x["_line"] == p.get("a_line", x["_line"]))
+        b = next(x for x in by_id[p["b_id"]] if x["_line"] == p.get("b_line", x["_line"]))
         out_pairs.append((p, a, b))
     return out_pairs
 
