@@ -230,7 +230,12 @@ def build(args: argparse.Namespace) -> tuple[list[Item], list[Item], list[tuple[
     for a in pool_all:
         by_cat[a["category"]].append(a)
 
-    labels = [row for path in sorted(LABELS.glob("*.jsonl")) for row in read_jsonl(path)]
+    # the tuning set only (validation_*.jsonl is issue 21's held-out set)
+    labels = [
+        row
+        for path in sorted(LABELS.glob("sina2018_ngram_pairs_*.jsonl"))
+        for row in read_jsonl(path)
+    ]
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:

@@ -58,6 +58,12 @@ INSERT INTO dedup_settings (name, value, description) VALUES
   'a near-duplicate match (simhash, containment, minhash) goes to review instead of duplicate when each text holds facts (numbers, proper names) the other lacks, at least this share of its own facts; null = no fact check'),
  ('facts_added_share', '0.3',
   'a near-duplicate match also goes to review when the incoming text adds at least 10 facts the matched one lacks and at least this share of its own: a new text quoting or appending an old one; null = not checked'),
+ ('facts_copied_body_share', '0.6',
+  'a lead rewritten over a copied body is a duplicate: when both texts keep at least this share of their clauses in common (3 or more) and their openings are unlike (facts_rewritten_lead_similarity), the fact check lets the match through and containment''s review band takes it as a duplicate; null = off'),
+ ('facts_rewritten_lead_similarity', '0.3',
+  'character-bigram Jaccard of the two bodies'' first 100 characters (digits masked) below which a lead counts as rewritten, for facts_copied_body_share'),
+ ('facts_template_max_chars', '1000',
+  'a near-duplicate match whose shorter body has at most this many characters goes to review when each text holds a number the other lacks (one-digit numbers too): a templated item for another day, date or figure; null = off'),
  -- the semantic layer (50_semantic.sql)
  ('semantic_mode', '"off"',
   'semantic layer: "off"; "gated" (only texts whose hash layers found a candidate within semantic_gate_distance are embedded and compared with those candidates); "always" (every text the hash layers keep is embedded and searched in the HNSW index)'),

@@ -171,9 +171,10 @@ END $$;
 -- are not stored). Rules and thresholds are dedup_ingest's; whitelisted
 -- pairs are left out; pairs further apart than window_days are never formed.
 --
--- The fact check (dedup_ingest's): a near-duplicate 'duplicate' row
--- (SimHash, containment, MinHash) whose two texts each hold facts the other
--- lacks is returned as 'review', and such a row, or a 'lead' row whose texts
+-- The fact check (dedup_ingest's, dedup_facts_verdict): a near-duplicate
+-- 'duplicate' row (SimHash, containment, MinHash) whose two texts are two
+-- stories (each holds facts the other lacks, not a copied body under a
+-- rewritten lead; or a short templated item's numbers) is returned as 'review', and such a row, or a 'lead' row whose texts
 -- disagree so, carries "facts_disagree": true in its thresholds. A
 -- 'duplicate' or 'lead' row whose later text adds many facts (the
 -- facts_added_share rule) carries "facts_added": true: it is another story
@@ -351,6 +352,12 @@ BEGIN
                     WHEN e.ratio >= (s ->> 'containment_threshold')::double precision
                      AND e.shared = e.stored_n AND e.stored_n >= 2
                     THEN 'lead'
+                    -- the review band, but a copied body under a rewritten lead
+                    WHEN dedup_copied_body(
+                             (SELECT d.body FROM documents d WHERE d.doc_id = e.a_id AND d.seen_at = e.a_seen),
+                             (SELECT d.body FROM documents d WHERE d.doc_id = e.b_id AND d.seen_at = e.b_seen),
+                             e.shared, e.n_item, e.stored_n, s)
+                    THEN 'duplicate'
                     ELSE 'review' END,
                'containment', least(e.ratio, 1.0), NULL::integer,
                -- the lead rule needs how many of the earlier text's clauses count
@@ -369,22 +376,26 @@ BEGIN
           FROM ev e
          WHERE NOT e.exact AND v_mh_dup IS NOT NULL AND e.mh_sim >= v_mh_review
     ), with_facts AS (
-        -- the facts of both texts of a near-duplicate match
-        SELECT j.*,
-               (SELECT d.facts FROM documents d WHERE d.doc_id = j.a_id AND d.seen_at = j.a_seen) AS a_facts,
-               (SELECT d.facts FROM documents d WHERE d.doc_id = j.b_id AND d.seen_at = j.b_seen) AS b_facts
+        -- the facts and bodies of both texts of a near-duplicate match, and
+        -- the clauses they share (dedup_facts_verdict's copied-body rule)
+        SELECT j.*, da.facts AS a_facts, db.facts AS b_facts, da.body AS a_body, db.body AS b_body,
+               p.shared, p.n_item, p.stored_n
           FROM judged j
+          JOIN documents da ON da.doc_id = j.a_id AND da.seen_at = j.a_seen
+          JOIN documents db ON db.doc_id = j.b_id AND db.seen_at = j.b_seen
+          JOIN dedup_rb_pairs p ON p.a_id = j.a_id AND p.b_id = j.b_id
          WHERE j.j_verdict IN ('duplicate', 'lead') AND j.j_layer <> 'exact' AND v_facts_share IS NOT NULL
     ), checked AS (
         -- the fact check (the later text's facts first, as dedup_ingest passes
-        -- the incoming text's): both sides differ, or else the later text adds
-        -- many facts (the caller checks the lead clauses: that rule does not
-        -- apply when the later text opens with the earlier one's clauses)
+        -- the incoming text's): two stories, or else the later text adds many
+        -- facts (the caller checks the lead clauses: that rule does not apply
+        -- when the later text opens with the earlier one's clauses)
         SELECT f.a_id, f.a_seen, f.b_id, f.b_seen, f.j_verdict, f.j_layer, f.j_score, f.j_distance, f.j_t,
-               x.both_sides, NOT x.both_sides AND v_facts_added IS NOT NULL
-                   AND dedup_facts_disagree(f.a_facts, f.b_facts, v_facts_share, v_facts_added) AS added
-          FROM with_facts f, LATERAL (SELECT dedup_facts_disagree(f.a_facts, f.b_facts, v_facts_share, NULL)
-                                        AS both_sides) x
+               x.v IS NOT DISTINCT FROM 'differ' AS both_sides, x.v IS NOT DISTINCT FROM 'added' AS added
+          FROM with_facts f,
+               LATERAL (SELECT dedup_facts_verdict(f.a_facts, f.b_facts, v_facts_share, v_facts_added,
+                                                   f.a_body, f.b_body, f.shared, f.n_item, f.stored_n, s)
+                                 AS v) x
         UNION ALL
         SELECT j.*, false, false
           FROM judged j
