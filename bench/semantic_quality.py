@@ -427,8 +427,12 @@ def run_engine(
             t = dd.times
             dd.conn.execute("VACUUM ANALYZE document_embeddings")
             vectors, index_bytes, heap_bytes = dd.conn.execute(INDEX_BYTES).fetchone()
+            # texts embedded in the transaction (gated; always mode's misses) and
+            # ahead of it (always mode, ingest_many's thread)
+            embedded = layer.embedded + t.embedded_ahead
             extra = (
-                f"{layer.embedded:,} texts embedded; prepare {t.prepare:.1f} s, "
+                f"{embedded:,} texts embedded ({t.embedded_ahead:,} ahead, "
+                f"{t.embed_ahead:.1f} s); prepare {t.prepare:.1f} s, "
                 f"sql {t.sql:.1f} s of which embedding {t.embed:.1f} s; "
                 f"{index_kind} index {index_bytes / max(vectors, 1):,.0f} bytes a vector "
                 f"(heap {heap_bytes / max(vectors, 1):,.0f})"
