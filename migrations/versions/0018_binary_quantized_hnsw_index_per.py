@@ -1,7 +1,7 @@
 """Binary-quantized HNSW index per model, re-ranked by the halfvec
 
-Revision ID: 0016
-Revises: 0015
+Revision ID: 0018
+Revises: 0017
 """
 
 from alembic import op
@@ -9,8 +9,8 @@ from alembic import op
 from dedup_pg.schema import previous_definitions
 from dedup_pg.sqlfiles import read_sql
 
-revision = "0016"
-down_revision = "0015"
+revision = "0018"
+down_revision = "0017"
 branch_labels = None
 depends_on = None
 
@@ -26,7 +26,7 @@ OBJECTS = [
 
 
 def upgrade() -> None:
-    op.execute(read_sql("0016_binary_quantized_hnsw_index_per.sql"))
+    op.execute(read_sql("0018_binary_quantized_hnsw_index_per.sql"))
 
 
 def downgrade() -> None:

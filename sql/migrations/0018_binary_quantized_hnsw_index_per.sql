@@ -1,5 +1,5 @@
--- dedup-pg revision 0016: Binary-quantized HNSW index per model, re-ranked by the halfvec (applied by
--- migrations/versions/0016_binary_quantized_hnsw_index_per.py).
+-- dedup-pg revision 0018: Binary-quantized HNSW index per model, re-ranked by the halfvec (applied by
+-- migrations/versions/0018_binary_quantized_hnsw_index_per.py).
 --
 -- Why: at 10M documents a 512-d halfvec HNSW costs ~1,370 index bytes an
 -- embedded text, more than the whole budget of a document (issue 19). An HNSW
