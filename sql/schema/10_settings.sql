@@ -73,6 +73,8 @@ INSERT INTO dedup_settings (name, value, description) VALUES
   'always mode: nearest stored embeddings read from the HNSW index per text'),
  ('semantic_ef_search', '64',
   'HNSW candidate list size (hnsw.ef_search) for the semantic search; larger = better recall, slower'),
+ ('semantic_rerank', '80',
+  'a model with a binary index (embedding_models.index_kind): how many nearest by Hamming distance are re-ranked by the halfvec cosine in always mode and rebuilds; more = better recall, slower (bench/hnsw.py --binary)'),
  ('semantic_duplicate', 'null',
   'cosine at or above which a text is a semantic duplicate; null = the active model''s threshold for the text''s content type (embedding_models.thresholds)'),
  ('semantic_review', 'null',

@@ -414,7 +414,7 @@ COMMENT ON FUNCTION dedup_rebuild_pairs(timestamptz, jsonb) IS
     'Candidate pairs of a rebuild (exact, SimHash band self-joins, shared clauses, shared MinHash bands) with each layer''s verdict under dedup_ingest''s rules, fact check included. Called by dedup-pg rebuild.';
 
 -- Semantic pairs: each document's p_k nearest stored vectors of the active
--- model (its HNSW index) within the window, at or above the review cosine of
+-- model (its HNSW index, dedup_model_knn_sql) within the window, at or above the review cosine of
 -- the later document's content type; duplicate when at or above the duplicate
 -- cosine and the numbers agree (dedup_ingest_semantic's rules).
 CREATE FUNCTION dedup_rebuild_vector_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
@@ -436,7 +436,7 @@ BEGIN
         v_window := interval '100000 days';
     END IF;
     v_from := CASE WHEN p_since IS NULL THEN '-infinity' ELSE p_since - v_window END;
-    PERFORM set_config('hnsw.ef_search', s ->> 'semantic_ef_search', true);
+    PERFORM set_config('hnsw.ef_search', dedup_model_ef_search(v_model, s), true);
     BEGIN
         PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
     EXCEPTION WHEN OTHERS THEN
@@ -446,13 +446,7 @@ BEGIN
         WITH near AS (
             SELECT x.doc_id, x.seen_at, n.doc_id AS other_id, n.seen_at AS other_seen_at, n.cos
               FROM document_embeddings x
-              CROSS JOIN LATERAL (
-                  SELECT e.doc_id, e.seen_at, 1 - (e.embedding::halfvec(%1$s) <=> x.embedding::halfvec(%1$s)) AS cos
-                    FROM document_embeddings e
-                   WHERE e.model_id = %2$s AND e.seen_at BETWEEN x.seen_at - $2 AND x.seen_at + $2
-                     AND e.doc_id <> x.doc_id
-                   ORDER BY e.embedding::halfvec(%1$s) <=> x.embedding::halfvec(%1$s)
-                   LIMIT $3) n
+              CROSS JOIN LATERAL (%3$s) n
              WHERE x.model_id = %2$s AND x.seen_at >= $1
         ), pairs AS (
             -- the later document of each pair is the one checked
@@ -495,9 +489,12 @@ BEGIN
                                   'window_days', $5 -> 'window_days')
           FROM thr t
          WHERE t.cos >= t.review
-        $q$, v_model.dimensions, v_model.model_id)
+        $q$, v_model.dimensions, v_model.model_id,
+        dedup_model_knn_sql(v_model.model_id, 'x.embedding',
+                            'e.seen_at BETWEEN x.seen_at - $2 AND x.seen_at + $2 AND e.doc_id <> x.doc_id',
+                            '$3', '$8'))
     USING v_from, v_window, (s ->> 'semantic_neighbours')::integer, coalesce(p_since, '-infinity'),
-          s, v_model.thresholds, v_model.name;
+          s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
 END $$;
 
 COMMENT ON FUNCTION dedup_rebuild_vector_pairs(timestamptz, jsonb) IS
