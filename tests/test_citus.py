@@ -1,0 +1,284 @@
+"""dedup-pg on a real Citus cluster: a coordinator and two workers on
+127.0.0.1 (tests/citus_cluster.py builds Citus from ../shared/vendor once per
+machine). Each test gets a new database on every node, distributed by the code
+``dedup-pg init --citus`` runs; verdicts are compared with a single-node
+database fed the same stream."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+from psycopg.types.json import Jsonb
+from test_concurrency import WRITERS, _race
+
+from dedup_pg import Deduper, database, partitions, semantic
+from dedup_pg.cli import main as cli
+from dedup_pg.deduper import prepare_batch
+from dedup_pg.sqlfiles import queries
+
+from conftest import allow_backfill
+
+pytestmark = pytest.mark.slow
+
+DISTRIBUTED = {
+    "documents": "doc_id",
+    "document_digests": "content_sha1",
+    "document_clauses": "clause_hash",
+    "document_simhash_bands": "band_key",
+    "document_minhash_bands": "band_key",
+    "document_sightings": "sighting_id",
+    "duplicate_candidates": "candidate_id",
+}
+
+
+def _stream(sina: list[dict]) -> list[dict]:
+    """Originals, then exact copies, banner-added copies (containment),
+    truncated copies and re-titled copies of some of them, interleaved."""
+    originals = [{"id": d["id"], "title": d["title"], "body": d["body"]} for d in sina[:40]]
+    copies = []
+    for i, d in enumerate(originals[:20]):
+        kind = i % 4
+        body = d["body"]
+        if kind == 0:
+            copy = {"title": d["title"], "body": body}
+        elif kind == 1:
+            copy = {
+                "title": d["title"],
+                "body": body + "\n(来源:乙报 编辑:丙)\n欢迎关注丁网官方微博",
+            }
+        elif kind == 2:
+            copy = {"title": d["title"], "body": "。".join(body.split("。")[:-2]) + "。"}
+        else:
+            copy = {"title": "转载:" + d["title"], "body": body.replace("，", ",")}
+        copies.append({"id": f"copy{kind}-{d['id']}", **copy})
+    return originals[:20] + [x for pair in zip(originals[20:], copies, strict=True) for x in pair]
+
+
+def _verdicts(dsn: str, docs: list[dict], batch_size: int = 25) -> list[tuple]:
+    with Deduper(dsn, batch_size=batch_size) as dd:
+        return [
+            (v.id, v.verdict, v.layer, v.matched_id, round(v.score or 0, 6))
+            for v in dd.ingest_many(docs)
+        ]
+
+
+def _shard_rows(dsn: str, table: str) -> dict[str, int]:
+    """Rows of a distributed table per worker (host:port), counted on the shards."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            """SELECT s.nodename || ':' || s.nodeport, sum(r.result::bigint)
+                 FROM run_command_on_shards(%s, 'SELECT count(*) FROM %%s') r
+                 JOIN citus_shards s ON s.shardid = r.shardid
+                GROUP BY 1""",
+            [table],
+        ).fetchall()
+    return {node: int(n) for node, n in rows}
+
+
+def test_init_distributes_the_schema(citus_cluster, citus_dsn):
+    with psycopg.connect(citus_dsn) as conn:
+        rows = conn.execute(
+            "SELECT logicalrelid::text, partmethod, column_to_column_name(logicalrelid, partkey)"
+            " FROM pg_dist_partition"
+        ).fetchall()
+        kinds = {name: (method, column) for name, method, column in rows}
+        shards = conn.execute(
+            "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name = 'documents'::regclass"
+        ).fetchone()[0]
+    for table, column in DISTRIBUTED.items():
+        assert kinds[table] == ("h", column), table
+    # on the coordinator: the lock stripes (DISTRIBUTION.md) and the small tables
+    assert set(kinds) == set(DISTRIBUTED)
+    assert shards == 2  # spread over both workers
+    assert database.current_revision(citus_dsn) == database.head_revision()
+
+    # the CLI: an empty Citus database is distributed by init --citus
+    target = citus_cluster.create_database("citus_cli")
+    try:
+        result = CliRunner().invoke(cli, ["init", "--citus", "--dsn", target])
+        assert result.exit_code == 0, result.output
+        assert f"revision {database.head_revision()}" in result.output
+        with psycopg.connect(target) as conn:
+            assert conn.execute("SELECT count(*) FROM pg_dist_partition").fetchone()[0] == len(
+                DISTRIBUTED
+            )
+    finally:
+        citus_cluster.drop_database("citus_cli")
+    # and a server without Citus is refused, saying why
+    plain = CliRunner().invoke(cli, ["init", "--citus", "--dsn", citus_cluster.dsn("template1")])
+    assert plain.exit_code != 0 and "citus extension" in plain.output
+
+
+def test_exact_and_near_duplicates_same_verdicts_as_one_node(citus_dsn, dsn, sina):
+    docs = _stream(sina)
+    on_cluster = _verdicts(citus_dsn, docs)
+    on_one_node = _verdicts(dsn, docs)
+    assert on_cluster == on_one_node
+    layers = {v[2] for v in on_cluster if v[1] != "new"}
+    assert {"exact", "containment"} <= layers, on_cluster
+    per_node = _shard_rows(citus_dsn, "documents")
+    assert len(per_node) == 2 and all(n > 0 for n in per_node.values()), per_node
+
+
+def test_a_failed_batch_is_rolled_back_on_every_node(citus_dsn, sina):
+    good = [{"id": d["id"], "title": d["title"], "body": d["body"]} for d in sina[:20]]
+    with Deduper(citus_dsn) as dd:
+        rows = prepare_batch(good, **dd._prepare_args()).rows
+        dd._ensure_partitions(rows)
+        dd.conn.commit()
+        # the last item is broken: the SQL fails after storing the others
+        broken = [dict(r) for r in rows]
+        broken[-1]["sha1"] = "not hex"
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            dd.conn.execute(
+                queries()["ingest"],
+                {"items": Jsonb(broken), "dry_run": False, "overrides": Jsonb({})},
+            )
+        dd.conn.rollback()
+        for table in DISTRIBUTED:
+            assert sum(_shard_rows(citus_dsn, table).values()) == 0, table
+        for node in _nodes(citus_dsn):
+            with psycopg.connect(node) as conn:
+                assert conn.execute("SELECT count(*) FROM pg_prepared_xacts").fetchone()[0] == 0
+        # the same batch, unbroken, stores rows on both workers
+        dd.conn.execute(
+            queries()["ingest"], {"items": Jsonb(rows), "dry_run": False, "overrides": Jsonb({})}
+        ).fetchall()
+        dd.conn.commit()
+    per_node = _shard_rows(citus_dsn, "documents")
+    assert sum(per_node.values()) == 20 and len(per_node) == 2, per_node
+
+
+def _nodes(dsn: str) -> list[str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("SELECT nodename, nodeport FROM pg_dist_node").fetchall()
+        dbname = conn.info.dbname
+    return [f"host={h} port={p} user=postgres dbname={dbname}" for h, p in rows]
+
+
+def test_same_text_from_parallel_writers_gives_one_new_document(citus_dsn, sina):
+    rounds = [sina[i] for i in range(5)]
+    docs = [
+        [{"id": f"w{w}-r{r}", "title": a["title"], "body": a["body"]} for r, a in enumerate(rounds)]
+        for w in range(WRITERS)
+    ]
+    out = _race(citus_dsn, docs)
+    for r in range(len(rounds)):
+        verdicts = [v for v in out if v[0].endswith(f"-r{r}")]
+        assert sorted(v[1] for v in verdicts) == ["duplicate"] * (WRITERS - 1) + ["new"], verdicts
+    with psycopg.connect(citus_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM documents").fetchone()[0] == len(rounds)
+
+
+def test_near_same_text_from_parallel_writers_gives_one_new_document(citus_dsn, sina):
+    article = sina[10]
+    banners = [
+        "\n版权声明:本文由甲网原创",
+        "\n(来源:乙报 编辑:丙)",
+        "\n欢迎关注丁网官方微博获取更多资讯",
+        "",
+    ]
+    docs = [
+        [{"id": f"w{w}", "title": article["title"], "body": article["body"] + banners[w]}]
+        for w in range(WRITERS)
+    ]
+    out = _race(citus_dsn, docs)
+    assert sorted(v[1] for v in out) == ["duplicate"] * (WRITERS - 1) + ["new"], out
+    with psycopg.connect(citus_dsn) as conn:
+        (new_id,) = conn.execute("SELECT doc_id FROM documents").fetchone()
+    assert all(v[3] == new_id for v in out if v[1] == "duplicate"), out
+
+
+def test_partition_drop_removes_old_days_on_every_node(citus_dsn, sina):
+    allow_backfill(citus_dsn)
+    now = datetime.now(timezone.utc).replace(hour=12, minute=0, second=0, microsecond=0)
+    old, recent = now - timedelta(days=20), now - timedelta(days=1)
+    docs = [
+        {
+            "id": d["id"],
+            "title": d["title"],
+            "body": d["body"],
+            "seen_at": (old if i < 5 else recent),
+        }
+        for i, d in enumerate(sina[:10])
+    ]
+    _verdicts(citus_dsn, docs)
+    with psycopg.connect(citus_dsn, autocommit=True) as conn:
+        dropped = partitions.drop_older_than(conn, 10)
+        assert any(name.startswith("documents_p") for name in dropped)
+        assert conn.execute("SELECT count(*) FROM documents").fetchone()[0] == 5
+        assert conn.execute("SELECT count(*) FROM document_digests").fetchone()[0] == 5
+        assert (
+            conn.execute(
+                "SELECT count(*) FROM document_clauses WHERE seen_at < %s",
+                [recent - timedelta(days=7)],
+            ).fetchone()[0]
+            == 0
+        )
+    # gone from the workers too, not only from the coordinator's metadata
+    for node in _nodes(citus_dsn):
+        with psycopg.connect(node) as conn:
+            left = conn.execute(
+                "SELECT count(*) FROM pg_class WHERE relname ~ %s", [f"^documents_p{old:%Y%m%d}"]
+            ).fetchone()[0]
+            assert left == 0, node
+
+
+def test_review_restore_and_dismiss(citus_dsn, sina):
+    a = {"id": "a", "title": sina[0]["title"], "body": sina[0]["body"]}
+    copy = {"id": "b", "title": a["title"], "body": a["body"]}
+    with Deduper(citus_dsn) as dd:
+        first, second = dd.ingest_many([a, copy])
+        assert (first.verdict, second.verdict, second.layer) == ("new", "duplicate", "exact")
+        restored = dd.conn.execute(
+            "SELECT status, doc_id FROM restore_candidate(%s, 'not a copy')", [second.candidate_id]
+        ).fetchone()
+        dd.conn.commit()
+        assert restored[0] == "restored" and restored[1] is not None
+        # whitelisted (a reference table, read on the workers): the text is new now
+        again = dd.ingest_batch([{"id": "c", "title": a["title"], "body": a["body"]}])[0]
+        assert again.verdict == "new"
+        assert (
+            dd.conn.execute(
+                "SELECT count(*) FROM document_sightings WHERE candidate_id = %s AND verdict = 'restored'",
+                [second.candidate_id],
+            ).fetchone()[0]
+            == 1
+        )
+        confirmed = dd.conn.execute(
+            "SELECT status FROM confirm_candidate(%s)", [second.candidate_id]
+        ).fetchone()[0]
+        dd.conn.commit()
+        assert confirmed == "confirmed"
+        assert (
+            dd.conn.execute(
+                "SELECT count(*) FROM documents WHERE doc_id = %s", [restored[1]]
+            ).fetchone()[0]
+            == 0
+        )
+
+
+def test_semantic_layer_vector_search(citus_dsn, sina):
+    from test_semantic import HASHES_OFF, rewrite
+
+    from dedup_pg.embeddings import Usem3Embedder
+
+    articles = [
+        {"id": d["id"], "title": d["title"], "body": d["body"]}
+        for d in sina[200:230]
+        if len(d["body"]) > 300
+    ][:12]
+    with Deduper(citus_dsn, batch_size=50, embedder=Usem3Embedder()) as dd:
+        dd.set_setting("semantic_mode", "always")
+        assert {v.verdict for v in dd.ingest_many(articles)} == {"new"}
+        assert semantic.active_model(dd.conn) is not None
+        copy = rewrite(articles[5])
+        v = dd.ingest_batch([copy], thresholds=HASHES_OFF)[0]
+        assert (v.verdict, v.layer, v.matched_id) == ("duplicate", "semantic", articles[5]["id"])
+        dd.set_setting("semantic_mode", "gated")
+        copy = rewrite(articles[3])
+        g = dd.ingest_batch([copy], thresholds=HASHES_OFF)[0]
+        assert g.verdict in ("duplicate", "review"), g
