@@ -13,8 +13,7 @@
 
 -- The placement is by content; unrelated tables get their own co-location
 -- group (colocate_with => 'none'), so moving one table's shards does not move
--- the others'. documents and document_embeddings would share doc_id, but the
--- embeddings stay on the coordinator (below).
+-- the others'; only document_embeddings joins documents' group (below).
 SELECT create_distributed_table('documents', 'doc_id', colocate_with => 'none');
 -- the exact layer: the digest is the key, ON CONFLICT is a router statement
 SELECT create_distributed_table('document_digests', 'content_sha1', colocate_with => 'none');
@@ -28,15 +27,24 @@ SELECT create_distributed_table('document_minhash_bands', 'band_key', colocate_w
 -- another doc_id (an UPDATE Citus allows only off the distribution column)
 SELECT create_distributed_table('document_sightings', 'sighting_id', colocate_with => 'none');
 SELECT create_distributed_table('duplicate_candidates', 'candidate_id', colocate_with => 'none');
+-- The embeddings beside their documents (co-located by doc_id): "documents
+-- without a vector of this model" is then a join on the distribution column,
+-- pushed down whole, and each shard holds one HNSW index a model and day; a
+-- nearest-neighbour query runs on every shard, each returns its LIMIT, the
+-- coordinator merges. The foreign key to embedding_models goes (a distributed
+-- table can reference only a reference table, and the models stay on the
+-- coordinator): a model's vectors are deleted before the model
+-- (dedup_pg.semantic), which the key only double-checked.
+ALTER TABLE document_embeddings DROP CONSTRAINT document_embeddings_model_id_fkey;
+SELECT create_distributed_table('document_embeddings', 'doc_id', colocate_with => 'documents');
 
 -- Everything else stays a plain table on the coordinator, where dedup_ingest
 -- runs: the settings, sources, whitelist, templates, audit trail, review log,
 -- rebuild runs and errors (small, read and written by the coordinator only:
 -- the whitelist is checked on the coordinator, after the candidates' rows are
 -- fetched; as a reference table it was read inside the workers' part of a
--- query, a nested distributed query that Citus refuses), the
--- embeddings and their models (one HNSW index a model and day, no fan-out:
--- DISTRIBUTION.md section 7), and the lock stripes. The stripes are the
+-- query, a nested distributed query that Citus refuses), the embedding
+-- models, and the lock stripes. The stripes are the
 -- concurrency guarantee: a row lock on the coordinator is released only after
 -- Citus has committed the transaction on every worker (its COMMIT PREPARED
 -- runs in the commit callback, before PostgreSQL releases the locks), so a

@@ -8,6 +8,41 @@
 --
 -- single-node definition: sha256 {sha}
 
+-- Citus: PL/pgSQL (Citus plans no distributed query inside a SQL function
+-- with parameters), and the digest found by its key: the single-node DELETE
+-- ... USING documents joins two tables on a column neither is distributed by.
+CREATE OR REPLACE FUNCTION dedup_remove_document(p_doc_id bigint, p_seen_at timestamptz)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_sha1 bytea;
+BEGIN
+    SELECT d.content_sha1 INTO v_sha1 FROM documents d WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at;
+    DELETE FROM document_clauses c WHERE c.doc_id = p_doc_id AND c.seen_at = p_seen_at;
+    DELETE FROM document_minhash_bands b WHERE b.doc_id = p_doc_id AND b.seen_at = p_seen_at;
+    DELETE FROM document_simhash_bands b WHERE b.doc_id = p_doc_id AND b.seen_at = p_seen_at;
+    DELETE FROM document_embeddings e WHERE e.doc_id = p_doc_id AND e.seen_at = p_seen_at;
+    DELETE FROM document_digests g WHERE g.content_sha1 = v_sha1 AND g.doc_id = p_doc_id;
+    DELETE FROM documents d WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at;
+END $$;
+
+-- Citus: PL/pgSQL, and the clauses read before the document row (a
+-- correlated subquery on a table distributed by another column)
+CREATE OR REPLACE FUNCTION dedup_document_item(p_doc_id bigint, p_seen_at timestamptz)
+RETURNS dedup_item
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_clauses bigint[];
+BEGIN
+    v_clauses := ARRAY(SELECT c.clause_hash FROM document_clauses c
+                        WHERE c.doc_id = p_doc_id AND c.seen_at = p_seen_at ORDER BY 1);
+    RETURN (SELECT ROW(0, d.external_id, d.title, d.body, d.url, d.source, d.seen_at, d.published_at,
+                       encode(d.content_sha1, 'hex'), encode(d.title_sha1, 'hex'), d.simhash, d.text_length,
+                       v_clauses, d.norm_version, d.minhash, d.facts)::dedup_item
+              FROM documents d
+             WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at);
+END $$;
+
 CREATE OR REPLACE FUNCTION dedup_redelivered(
     p_external_id text, p_source text, p_sha1 bytea, p_matched_doc_id bigint,
     p_lo timestamptz, p_hi timestamptz)
