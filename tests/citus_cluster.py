@@ -231,9 +231,19 @@ def _run_as(user: pwd.struct_passwd | None, args: list[str], env: dict[str, str]
 
 
 @contextlib.contextmanager
-def running_cluster(base: Path, workers: int = 2, build: Build | None = None) -> Iterator[Cluster]:
+def running_cluster(
+    base: Path,
+    workers: int = 2,
+    build: Build | None = None,
+    *,
+    durable: bool = False,
+    settings: dict[str, str] | None = None,
+) -> Iterator[Cluster]:
     """Start a coordinator and ``workers`` workers with data folders under
-    ``base``; stop them (and leave ``base`` to the caller) on exit."""
+    ``base``; stop them (and leave ``base`` to the caller) on exit. Tests run
+    them without fsync; ``durable`` keeps PostgreSQL's defaults (fsync, a
+    synchronous commit), as a benchmark against the embedded server needs.
+    ``settings``: more postgresql.conf lines, on every node."""
     build = build or ensure_build()
     user = system_user() if os.geteuid() == 0 else None
     env = build_env()
@@ -266,10 +276,13 @@ def running_cluster(base: Path, workers: int = 2, build: Build | None = None) ->
                     "listen_addresses = '127.0.0.1'\n"
                     f"port = {node.port}\n"
                     f"unix_socket_directories = '{node.pgdata}'\n"
-                    "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
                     "max_connections = 200\nmax_prepared_transactions = 200\n"
-                    "shared_buffers = 128MB\n"
-                    "citus.log_distributed_deadlock_detection = off\n"
+                    + (
+                        ""
+                        if durable
+                        else "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
+                    )
+                    + "".join(f"{k} = '{v}'\n" for k, v in (settings or {}).items())
                 )
             _run_as(
                 user,

@@ -249,6 +249,15 @@ def test_review_restore_and_dismiss(citus_dsn, sina):
             ).fetchone()[0]
             == 1
         )
+        # the review views (their Citus forms, sql/citus/70_review.sql) run
+        clusters = dd.conn.execute(
+            "SELECT count(*), sum(sightings) FROM document_clusters"
+        ).fetchone()
+        direct = dd.conn.execute(
+            "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM document_sightings)"
+        ).fetchone()
+        assert clusters == direct and direct[0] == 3, (clusters, direct)
+        assert dd.conn.execute("SELECT count(*) FROM review_queue").fetchone()[0] == 0
         confirmed = dd.conn.execute(
             "SELECT status FROM confirm_candidate(%s)", [second.candidate_id]
         ).fetchone()[0]

@@ -1,6 +1,8 @@
 -- dedup-pg on Citus: dedup_ingest_semantic (sql/schema/50_semantic.sql) as a
--- Citus coordinator can plan it; only the statements marked "Citus:" differ.
+-- Citus coordinator can plan it; only the statements marked "Citus:" differ
+-- (tests/test_citus_schema.py: the checksum is the single-node definition's).
 
+-- from sql/schema/50_semantic.sql dedup_ingest_semantic: sha256 b8db04443db9d9fe
 CREATE OR REPLACE FUNCTION dedup_ingest_semantic(p_items jsonb, p_stored jsonb, p_model_id smallint,
                                       p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,

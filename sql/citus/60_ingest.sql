@@ -2,12 +2,12 @@
 -- coordinator can plan it. The logic, the verdicts and the contract are the
 -- single-node function's; only the statements marked "Citus:" differ, each
 -- fetching the same rows in a form Citus distributes. tests/test_citus.py
--- compares every verdict with a single-node database; tests/test_schema.py
--- fails when the single-node definition changes and this one was not
--- revisited (the checksum below).
---
--- single-node definition: sha256 {sha}
+-- compares every verdict with a single-node database. Above each function,
+-- the checksum of the single-node definition it was made from:
+-- tests/test_citus_schema.py fails when that changes, until this form is
+-- revisited and the checksum renewed.
 
+-- from sql/schema/60_ingest.sql dedup_remove_document: sha256 1a9759ecbdce2e62
 -- Citus: PL/pgSQL (Citus plans no distributed query inside a SQL function
 -- with parameters), and the digest found by its key: the single-node DELETE
 -- ... USING documents joins two tables on a column neither is distributed by.
@@ -26,6 +26,7 @@ BEGIN
     DELETE FROM documents d WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at;
 END $$;
 
+-- from sql/schema/60_ingest.sql dedup_document_item: sha256 70862f683b658e23
 -- Citus: PL/pgSQL, and the clauses read before the document row (a
 -- correlated subquery on a table distributed by another column)
 CREATE OR REPLACE FUNCTION dedup_document_item(p_doc_id bigint, p_seen_at timestamptz)
@@ -43,6 +44,7 @@ BEGIN
              WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at);
 END $$;
 
+-- from sql/schema/60_ingest.sql dedup_redelivered: sha256 bb031afc4af82057
 CREATE OR REPLACE FUNCTION dedup_redelivered(
     p_external_id text, p_source text, p_sha1 bytea, p_matched_doc_id bigint,
     p_lo timestamptz, p_hi timestamptz)
@@ -62,6 +64,7 @@ BEGIN
              LIMIT 1);
 END $$;
 
+-- from sql/schema/60_ingest.sql dedup_record_candidate: sha256 84772dd4f08be93b
 CREATE OR REPLACE FUNCTION dedup_record_candidate(
     p_item dedup_item, p_status text, p_layer text, p_doc_id bigint,
     p_matched_doc_id bigint, p_matched_seen_at timestamptz, p_matched_body text,
@@ -93,6 +96,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 6499ce48e05e0359
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
