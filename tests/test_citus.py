@@ -296,3 +296,66 @@ def test_semantic_layer_vector_search(citus_dsn, sina):
         assert (g.verdict, g.layer, g.matched_id) == ("duplicate", "semantic", articles[3]["id"])
         # the vectors live on the workers, beside their documents
         assert sum(_shard_rows(citus_dsn, "document_embeddings").values()) == len(articles)
+
+
+def test_rebuild_says_it_does_not_run_on_citus_yet(citus_dsn):
+    from dedup_pg import rebuild as rb
+
+    with Deduper(citus_dsn) as dd:
+        with pytest.raises(database.DatabaseError, match="Citus"):
+            rb.rebuild(dd.conn, options=dd.options)
+        with pytest.raises(database.DatabaseError, match="Citus"):
+            rb.refingerprint(dd.conn, options=dd.options)
+
+
+def test_a_single_node_database_moves_onto_the_cluster(citus_cluster, citus_dsn, dsn, sina):
+    """DISTRIBUTION.md's steps for an operator: init --citus on the
+    coordinator, the partitions of the days held, then the single node's data
+    (pg_dump --data-only) loaded through the coordinator."""
+    import subprocess
+
+    import citus_cluster as cc
+
+    docs = _stream(sina)
+    with Deduper(dsn, batch_size=25) as dd:
+        list(dd.ingest_many(docs[:50]))
+        dd.set_setting("containment_threshold", 0.85)
+        (lo, hi) = dd.conn.execute(
+            "SELECT min(seen_at)::date, max(seen_at)::date FROM document_sightings"
+        ).fetchone()
+    bin_dir = citus_cluster.build.bin
+    dump = subprocess.run(
+        [str(bin_dir / "pg_dump"), "--data-only",
+         "--exclude-table-data=alembic_version", "--exclude-table-data=dedup_lock_stripes",
+         "--exclude-table-data=dedup_settings", "--exclude-table-data=dedup_settings_history",
+         "-d", dsn],
+        env=cc.build_env(), check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    with psycopg.connect(dsn) as conn:
+        settings = conn.execute("SELECT name, value FROM dedup_settings").fetchall()
+    with psycopg.connect(citus_dsn, autocommit=True) as conn:
+        conn.execute("SELECT dedup_ensure_partitions(%s, %s)", [lo, hi])
+        for name, value in settings:
+            conn.execute(
+                "UPDATE dedup_settings SET value = %s WHERE name = %s AND value <> %s",
+                [Jsonb(value), name, Jsonb(value)],
+            )
+    loaded = subprocess.run(
+        [str(bin_dir / "psql"), "-v", "ON_ERROR_STOP=1", "-q", "-d", citus_dsn],
+        # the coordinator's own tables have triggers (audit, template versions)
+        # that must not fire on a load; the distributed tables have none
+        input="SET session_replication_role = replica;\n" + dump,
+        env=cc.build_env(), capture_output=True, text=True,
+    )  # fmt: skip
+    assert loaded.returncode == 0, loaded.stderr
+    counts = (
+        "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM document_clauses),"
+        " (SELECT count(*) FROM duplicate_candidates), (SELECT count(*) FROM document_sightings),"
+        " (SELECT count(*) FROM document_digests), (SELECT max(doc_id) FROM documents)"
+    )
+    with psycopg.connect(dsn) as a, psycopg.connect(citus_dsn) as b:
+        assert a.execute(counts).fetchone() == b.execute(counts).fetchone()
+    # the rest of the stream: the same verdicts on both, new doc_ids after the old
+    assert _verdicts(citus_dsn, docs[50:]) == _verdicts(dsn, docs[50:])
+    with psycopg.connect(citus_dsn) as conn:
+        assert conn.execute("SELECT count(DISTINCT doc_id) = count(*) FROM documents").fetchone()[0]
