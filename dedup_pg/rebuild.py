@@ -170,7 +170,6 @@ def _refuse_citus(conn: psycopg.Connection[Any], what: str) -> None:
         )
 
 
-
 def refingerprint(
     conn: psycopg.Connection[Any],
     *,
