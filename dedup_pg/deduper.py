@@ -190,7 +190,7 @@ class Deduper:
         return self._execute(prepared, dry_run=False, thresholds=thresholds)
 
     def ingest_many(
-        self, docs: Iterable[Item], batch_size: int | None = None, *, workers: int = 0
+        self, docs: Iterable[Item], batch_size: int | None = None, *, workers: int | None = None
     ) -> Iterator[Verdict]:
         """Check and store a stream of documents, one transaction per batch.
 
@@ -198,20 +198,28 @@ class Deduper:
         :class:`Document`, mappings with the JSONL fields, plain strings, or
         :class:`InputError` instances (a reader's parse failure, reported as is).
         The next batch is fingerprinted while the database works on the current
-        one: in a thread, or in ``workers`` processes for large inputs. In
-        semantic mode ``always`` it is embedded then too, in a thread.
+        one: in a thread (``workers=0``), or in ``workers`` processes.
+        ``workers=None`` (the default) takes :func:`default_workers` for this
+        machine, and a thread when the input is a single batch. In semantic
+        mode ``always`` the next batch is embedded then too, in a thread.
         """
         for verdicts in self.ingest_batches(docs, batch_size, workers=workers):
             yield from verdicts
 
     def ingest_batches(
-        self, docs: Iterable[Item], batch_size: int | None = None, *, workers: int = 0
+        self, docs: Iterable[Item], batch_size: int | None = None, *, workers: int | None = None
     ) -> Iterator[list[Verdict]]:
         """:meth:`ingest_many`, one list of verdicts per committed batch (a
         caller that writes verdicts down can flush after each)."""
         size = batch_size or self.batch_size
         batches = _chunks(iter(docs), size)
         prepare = functools.partial(prepare_batch, **self._prepare_args())
+        if workers is None:
+            # a single batch is not worth starting processes for (each imports
+            # the package and fills its own term table: ~1 s of CPU)
+            first = list(itertools.islice(batches, 2))
+            workers = default_workers() if len(first) > 1 else 0
+            batches = itertools.chain(first, batches)
         executor: concurrent.futures.Executor
         if workers > 0:
             executor = concurrent.futures.ProcessPoolExecutor(workers)
@@ -548,6 +556,26 @@ def prepare_batch(
             continue
         rows.append(_to_row(pos, doc, fp, doc.seen_at or now))
     return Prepared(len(batch), rows, errors, time.perf_counter() - started)
+
+
+#: The most fingerprinting processes :func:`default_workers` picks: past two,
+#: the one database connection is the bottleneck (a cold process fingerprints
+#: a sina2018 document in ~1.2-2 ms, ``dedup_ingest`` checks and stores it in
+#: ~0.6-1.5 ms), so more processes only add start-up cost.
+MAX_AUTO_WORKERS = 2
+
+
+def default_workers(cpus: int | None = None) -> int:
+    """The fingerprinting processes ``ingest_many(workers=None)`` and
+    ``dedup-pg ingest`` use: none on one CPU (processes add work and nothing
+    runs beside them), else one per CPU this process may run on, at most
+    :data:`MAX_AUTO_WORKERS`. Measured on a 2-core machine with the embedded
+    server (BENCHMARKS.md, "Against the peers"): when it was quiet, 2 processes
+    ingested 1.2-1.4x the documents a second of one thread; with other jobs
+    holding both cores they were level (0.96x)."""
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return 0 if (cpus or 1) <= 1 else min(cpus or 1, MAX_AUTO_WORKERS)
 
 
 def _chunks(iterator: Iterator[Item], size: int) -> Iterator[list[Item]]:

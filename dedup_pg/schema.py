@@ -21,6 +21,7 @@ replaying the earlier revisions' SQL (``previous_definitions``).
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import re
 import sys
@@ -652,6 +653,80 @@ def new_revision(message: str, specs: list[str], root: Path = _SOURCE_TREE) -> l
     return [sql_path, script_path]
 
 
+_COPIED = re.compile(r"^-- (?:function|view|index|trigger):\S+, from sql/schema/", re.M)
+
+
+def _unreleased(revision: str, root: Path) -> list[Path]:
+    files = revision_files(root).get(revision)
+    if not files:
+        raise LookupError(f"no revision {revision}")
+    released = read_checksums(root)
+    if any(path.relative_to(root).as_posix() in released for path in files):
+        raise ValueError(f"revision {revision} is released: change the schema with a new one")
+    return files
+
+
+def refresh_revision(revision: str, root: Path = _SOURCE_TREE) -> Path:
+    """Copy the current definitions (sql/schema/) of the objects an unreleased
+    revision names (its script's OBJECTS) into its SQL file again, keeping the
+    hand-written part above them: after a merge, a revision made beside
+    another one that changed the same objects carries both changes."""
+    files = _unreleased(revision, root)
+    script = next(p for p in files if p.suffix == ".py")
+    sql_path = next(p for p in files if p.suffix == ".sql")
+    specs: list[str] = []
+    for node in ast.parse(script.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "OBJECTS" for t in node.targets
+        ):
+            specs = list(ast.literal_eval(node.value))
+    text = sql_path.read_text(encoding="utf-8")
+    match = _COPIED.search(text)
+    head = text[: match.start()] if match else text.rstrip("\n") + "\n\n"
+    objects = schema_objects()
+    body = []
+    for spec in specs:
+        d = find(objects, spec)
+        drop = f"DROP {d.kind.upper()} IF EXISTS {d.name};\n" if d.kind in ("view", "index") else ""
+        body.append(f"-- {d.key}, from sql/schema/{d.source}\n{drop}{d.sql()}\n")
+    sql_path.write_text(head + "\n".join(body), encoding="utf-8")
+    return sql_path
+
+
+def renumber_revision(revision: str, new: str, root: Path = _SOURCE_TREE) -> list[Path]:
+    """Give an unreleased revision another number (after the one before it):
+    for branches that each made revision N. Files renamed; revision,
+    down_revision and the SQL file's name inside rewritten."""
+    files = _unreleased(revision, root)
+    if new in revision_files(root):
+        raise ValueError(f"revision {new} exists")
+    down = f"{int(new) - 1:04d}"
+    if down not in revision_files(root):
+        raise LookupError(f"no revision {down} to follow")
+    out = []
+    old_sql = next(p for p in files if p.suffix == ".sql").name
+    for path in files:
+        target = path.with_name(new + path.name[4:])
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".py":
+            text = re.sub(r'^revision = "\d{4}"', f'revision = "{new}"', text, flags=re.M)
+            text = re.sub(
+                r'^down_revision = "\d{4}"', f'down_revision = "{down}"', text, flags=re.M
+            )
+            text = re.sub(r"^Revision ID: \d{4}", f"Revision ID: {new}", text, flags=re.M)
+            text = re.sub(r"^Revises: \d{4}", f"Revises: {down}", text, flags=re.M)
+            text = text.replace(old_sql, new + old_sql[4:])
+        else:
+            text = text.replace(
+                f"-- dedup-pg revision {revision}:", f"-- dedup-pg revision {new}:", 1
+            )
+            text = text.replace(f"migrations/versions/{revision}_", f"migrations/versions/{new}_")
+        target.write_text(text, encoding="utf-8")
+        path.unlink()
+        out.append(target)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m dedup_pg.schema", description=__doc__.split("\n\n")[0]
@@ -677,6 +752,14 @@ def main(argv: list[str] | None = None) -> int:
         "freeze", help="record revisions as released (migrations/checksums.txt)"
     )
     freeze_cmd.add_argument("revisions", nargs="+")
+    refresh = sub.add_parser(
+        "refresh",
+        help="copy the current definitions of an unreleased revision's objects into it again",
+    )
+    refresh.add_argument("revision")
+    renumber = sub.add_parser("renumber", help="give an unreleased revision another number")
+    renumber.add_argument("revision")
+    renumber.add_argument("new")
     args = parser.parse_args(argv)
     if args.command == "new-revision":
         specs = [s.strip() for s in args.objects.split(",") if s.strip()]
@@ -688,6 +771,11 @@ def main(argv: list[str] | None = None) -> int:
         print(previous_definitions(args.revision, [find(schema_objects(), args.name).key]))
     elif args.command == "freeze":
         freeze(args.revisions)
+    elif args.command == "refresh":
+        print(refresh_revision(args.revision).relative_to(_SOURCE_TREE))
+    elif args.command == "renumber":
+        for path in renumber_revision(args.revision, args.new):
+            print(path.relative_to(_SOURCE_TREE))
     return 0
 
 

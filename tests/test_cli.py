@@ -195,3 +195,13 @@ def test_stats_prometheus(dsn):
     text = run("stats", "--dsn", dsn, "--format", "prometheus").stdout
     assert 'dedup_pg_verdicts_total{layer="",source="s",verdict="new"} 1.0' in text
     assert "# HELP dedup_pg_review_pending" in text
+
+
+def test_ingest_workers_auto_or_a_number(dsn):
+    data = "\n".join(json.dumps({"id": str(i), "body": GOOD + str(i) * 3}) for i in range(3))
+    result = run("ingest", "-", "--dsn", dsn, "--workers", "auto", "--out", "-", input=data)
+    assert result.exit_code == 0
+    assert len([line for line in result.stdout.splitlines() if line.startswith("{")]) == 3
+    for bad in ("65", "-1", "many"):
+        result = run("ingest", "-", "--dsn", dsn, "--workers", bad, input=data)
+        assert result.exit_code == 2 and "--workers" in result.stderr, (bad, result.stderr)

@@ -156,3 +156,23 @@ def test_embedded_server_is_sized_once_and_keeps_later_changes(tmp_path):
             assert conn.execute("SHOW max_wal_size").fetchone()[0] == "2GB"
     finally:
         database.stop_embedded(home)
+
+
+def test_shipped_head_is_alembics_head():
+    assert database.shipped_head() == database.head_revision() == HEAD
+
+
+def test_migrate_at_head_does_not_load_alembic(dsn):
+    # a database at head is checked, not migrated: a command's start does not
+    # import Alembic and SQLAlchemy (a fresh process, to see its modules)
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from dedup_pg import Deduper; "
+        f"Deduper({dsn!r}).close(); "
+        "print(sorted(m for m in ('alembic', 'sqlalchemy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    # (an empty database is migrated by Alembic: test_migrations_up_down_up)

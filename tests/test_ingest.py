@@ -1,5 +1,6 @@
 """The ingest path end to end: every layer, verdict and record, on real text."""
 
+import os
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -415,3 +416,36 @@ def test_an_item_delivered_again_is_answered_and_counted_once(dd, sina):
         {"title": a["title"], "body": a["body"], "source": "s1"},
     ]
     assert [(v.verdict, v.layer) for v in dd.ingest_many(reposts)] == [("duplicate", "exact")] * 3
+
+
+def test_default_workers_follow_the_cpus():
+    from dedup_pg.deduper import MAX_AUTO_WORKERS, default_workers
+
+    assert default_workers(1) == 0
+    assert default_workers(2) == 2 == MAX_AUTO_WORKERS
+    assert default_workers(64) == MAX_AUTO_WORKERS
+    assert default_workers() == default_workers(len(os.sched_getaffinity(0)))
+
+
+def test_auto_workers_start_processes_for_more_than_one_batch(dd, sina, monkeypatch):
+    import concurrent.futures
+
+    from dedup_pg import deduper
+
+    started = []
+
+    class Pool(concurrent.futures.ProcessPoolExecutor):
+        def __init__(self, workers):
+            started.append(workers)
+            super().__init__(workers)
+
+    monkeypatch.setattr(deduper.concurrent.futures, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(deduper, "default_workers", lambda: 1)
+    docs = [{"id": a["id"], "title": a["title"], "body": a["body"]} for a in sina[:4]]
+    one = list(dd.ingest_many(docs[:2], batch_size=2))  # one batch: a thread
+    assert started == []
+    more = list(dd.ingest_many(docs, batch_size=2))  # two batches: the processes
+    assert started == [1]
+    assert [v.verdict for v in one] == ["new", "new"]
+    assert [(v.verdict, v.layer) for v in more[:2]] == [("duplicate", "redelivery")] * 2
+    assert [v.verdict for v in more[2:]] == ["new", "new"]

@@ -24,8 +24,8 @@ def _partitions_of(day):
 
 
 def test_ensure_creates_every_table_days_ahead(dd):
+    today = datetime.now(timezone.utc).date()  # not NOW: a run may cross midnight
     created = ensure(dd.conn, 2)
-    today = NOW.date()
     expected = set().union(*(_partitions_of(today + timedelta(d)) for d in range(3)))
     assert expected <= _days(dd.conn)
     assert created == len(expected)  # a fresh database has no partitions yet

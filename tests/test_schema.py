@@ -206,3 +206,42 @@ DROP VIEW a, b;
     ]
     assert statements[0].comment == "-- a comment; with a semicolon"
     assert statements[0].signature == "(text)"
+
+
+def test_refresh_and_renumber_an_unreleased_revision(tmp_path):
+    """Two branches each made revision N and changed one object: after the
+    merge, one is renumbered N+1 and its copied definitions refreshed from
+    sql/schema/, its hand-written part kept; a released revision refuses both."""
+    import shutil
+
+    for folder in ("sql", "migrations"):
+        shutil.copytree(REPO / folder, tmp_path / folder)
+    head = max(schema.revision_files(tmp_path))
+    schema.freeze([head], tmp_path)
+    made = schema.new_revision("one change", ["dedup_numbers"], root=tmp_path)
+    new = made[0].name[:4]
+    sql_path = next(p for p in made if p.suffix == ".sql")
+    # a hand-written line, and a copy that went stale in a merge
+    text = sql_path.read_text(encoding="utf-8")
+    text = text.replace(
+        "-- definitions copied", "UPDATE dedup_settings SET value = value;\n-- definitions copied"
+    )
+    current = schema.find(schema.schema_objects(), "dedup_numbers").sql()
+    sql_path.write_text(text.replace(current, "-- stale\n"), encoding="utf-8")
+    schema.refresh_revision(new, tmp_path)
+    refreshed = sql_path.read_text(encoding="utf-8")
+    assert current in refreshed and "-- stale" not in refreshed
+    assert "UPDATE dedup_settings SET value = value;" in refreshed
+
+    later = f"{int(new) + 1:04d}"
+    schema.new_revision("placeholder", [], root=tmp_path)  # freezes `new`
+    with pytest.raises(ValueError, match="released"):
+        schema.refresh_revision(new, tmp_path)
+    moved = schema.renumber_revision(later, f"{int(later) + 1:04d}", root=tmp_path)
+    assert {p.name[:4] for p in moved} == {f"{int(later) + 1:04d}"}
+    with pytest.raises(LookupError, match="to follow"):
+        schema.renumber_revision(f"{int(later) + 1:04d}", f"{int(later) + 3:04d}", root=tmp_path)
+    moved_back = schema.renumber_revision(f"{int(later) + 1:04d}", later, root=tmp_path)
+    script = next(p for p in moved_back if p.suffix == ".py").read_text(encoding="utf-8")
+    assert f'revision = "{later}"' in script and f'down_revision = "{new}"' in script
+    assert f"{later}_placeholder.sql" in script

@@ -92,3 +92,24 @@ def test_fingerprint_facts_are_the_tagged_facts(sina):
         assert list(fingerprint(article["body"], None, NormalizeOptions()).facts) == (
             tagged_facts(text, rjieba.tag(text))
         )
+
+
+def test_idf_table_is_the_file_read_line_by_line():
+    # _idf_table pairs the file's words up in one split: the same table as
+    # reading "word value" line by line, and the same median
+    import os
+
+    import jieba
+
+    from dedup_pg.tokenize import _idf_table
+
+    path = os.path.join(os.path.dirname(jieba.__file__), "analyse", "idf.txt")
+    expected = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            word, _, value = line.rstrip("\n").partition(" ")
+            if value:
+                expected[word] = float(value)
+    table, median = _idf_table()
+    assert table == expected
+    assert median == sorted(expected.values())[len(expected) // 2]

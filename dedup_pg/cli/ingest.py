@@ -85,6 +85,19 @@ def input_items(path: str, stack: contextlib.ExitStack) -> tuple[Iterator[Any], 
     return _read_jsonl(stream), _count_lines(stream)
 
 
+def _workers(ctx: click.Context, param: click.Parameter, value: object) -> int | None:
+    """--workers: 'auto' (None: Deduper.ingest_batches decides) or 0 to 64."""
+    if value is None or value == "auto":
+        return None
+    try:
+        number = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        raise click.BadParameter(f"{value!r} is neither 'auto' nor a number") from None
+    if not 0 <= number <= 64:
+        raise click.BadParameter(f"{number} is not in the range 0<=x<=64")
+    return number
+
+
 @click.command()
 @click.argument("file", type=click.Path(exists=True, allow_dash=True))
 @click.option(
@@ -103,12 +116,13 @@ def input_items(path: str, stack: contextlib.ExitStack) -> tuple[Iterator[Any], 
 @batch_size_option
 @click.option(
     "--workers",
-    default=0,
+    default="auto",
     show_default=True,
-    type=click.IntRange(0, 64),
+    callback=_workers,
     envvar="DEDUP_PG_WORKERS",
     show_envvar=True,
-    help="Processes that fingerprint ahead of the database (0: one thread).",
+    help="Processes that fingerprint ahead of the database (0: one thread; auto: "
+    "one per CPU, at most 2, none on one CPU or for a single batch).",
 )
 @click.option(
     "--retries",
@@ -129,7 +143,7 @@ def ingest(
     out_path: str | None,
     resume: bool,
     batch_size: int,
-    workers: int,
+    workers: int | None,
     retries: int,
     progress: bool | None,
     dsn: str | None,

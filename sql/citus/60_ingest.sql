@@ -96,7 +96,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 6499ce48e05e0359
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 7ca80766a41849be
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -195,10 +195,13 @@ BEGIN
                           SELECT (h::bigint & 65535)::integer
                             FROM jsonb_array_elements_text(e -> 'clauses') h
                           UNION ALL
-                          SELECT (k & 65535)::integer
-                            FROM unnest(dedup_minhash_bands(ARRAY(
-                                     SELECT x::integer FROM jsonb_array_elements_text(
-                                         CASE jsonb_typeof(e -> 'minhash') WHEN 'array' THEN e -> 'minhash' END) x))) k) keys
+                          -- a MinHash band's stripe: its first value and its
+                          -- number (texts sharing a band share both), not the
+                          -- band key, which costs a hash a band
+                          SELECT (((e -> 'minhash' ->> (4 * b))::bigint + 4099 * b) & 65535)::integer
+                            FROM generate_series(0, CASE jsonb_typeof(e -> 'minhash')
+                                                     WHEN 'array' THEN jsonb_array_length(e -> 'minhash') / 4 - 1
+                                                     ELSE -1 END) b) keys
              ORDER BY k);
         IF cardinality(v_stripes) > 512 THEN
             LOCK TABLE dedup_lock_stripes IN EXCLUSIVE MODE;
@@ -211,6 +214,7 @@ BEGIN
     FOR v_json IN SELECT e FROM jsonb_array_elements(p_items) e ORDER BY (e ->> 'pos')::integer
     LOOP
         it := jsonb_populate_record(NULL::dedup_item, v_json);
+        v_mh_bands := NULL;
         -- the first clauses of the text, in order (the lead rule, below)
         v_lead := ARRAY(SELECT h::bigint FROM jsonb_array_elements_text(v_json -> 'lead') h);
         v_source_key := coalesce(it.source, '');
@@ -475,7 +479,7 @@ BEGIN
         -- on the whole signature (estimated Jaccard of character 5-grams).
         -- Catches what changes a word in most clauses: synonyms, reworded leads.
         IF verdict IS NULL AND m_doc_id IS NULL AND it.minhash IS NOT NULL AND v_mh_dup IS NOT NULL THEN
-            v_mh_bands := dedup_minhash_bands(it.minhash);
+            v_mh_bands := dedup_minhash_bands(it.minhash);  -- stored with the item below
             -- Citus: the band holders first (the bands' shards), then their
             -- documents by doc_id (theirs), ranked and whitelist-checked here
             SELECT array_agg(b.doc_id), array_agg(b.seen_at) INTO v_mh_docs, v_mh_seen
@@ -574,7 +578,12 @@ BEGIN
             IF v_doc_id IS NULL THEN  -- whitelisted text: no digest claimed
                 v_doc_id := nextval('documents_doc_id_seq');
             END IF;
-            PERFORM dedup_store_document(it, v_doc_id);
+            -- the band keys once: the MinHash probe computed them (unless a
+            -- layer before it decided)
+            PERFORM dedup_store_document_bands(
+                it, v_doc_id,
+                CASE WHEN v_mh_bands IS NULL AND it.minhash IS NOT NULL
+                     THEN dedup_minhash_bands(it.minhash) ELSE v_mh_bands END);
             doc_id := v_doc_id;
             IF verdict = 'review' THEN
                 candidate_id := dedup_record_candidate(

@@ -10,8 +10,9 @@ CREATE TABLE dedup_lock_stripes (stripe integer PRIMARY KEY);
 INSERT INTO dedup_lock_stripes SELECT generate_series(0, 65535);
 
 -- Store an item as a kept document with doc_id p_doc_id (clauses, MinHash and
--- SimHash bands included).
-CREATE FUNCTION dedup_store_document(p_item dedup_item, p_doc_id bigint)
+-- SimHash bands included), its MinHash band keys given: dedup_ingest computes
+-- them once, for its MinHash probe and for this.
+CREATE FUNCTION dedup_store_document_bands(p_item dedup_item, p_doc_id bigint, p_minhash_bands bigint[])
 RETURNS void
 LANGUAGE sql AS $$
     INSERT INTO documents (doc_id, seen_at, external_id, title, body, url, source, published_at,
@@ -24,9 +25,16 @@ LANGUAGE sql AS $$
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
     SELECT DISTINCT h, p_doc_id, p_item.seen_at FROM unnest(p_item.clauses) h;
     INSERT INTO document_minhash_bands (band_key, doc_id, seen_at)
-    SELECT DISTINCT k, p_doc_id, p_item.seen_at FROM unnest(dedup_minhash_bands(p_item.minhash)) k;
+    SELECT DISTINCT k, p_doc_id, p_item.seen_at FROM unnest(p_minhash_bands) k;
     INSERT INTO document_simhash_bands (band_key, simhash, doc_id, seen_at)
     SELECT k, p_item.simhash, p_doc_id, p_item.seen_at FROM unnest(dedup_simhash_band_keys(p_item.simhash)) k;
+$$;
+
+-- The same, the band keys computed here (the review verbs, the rebuild).
+CREATE FUNCTION dedup_store_document(p_item dedup_item, p_doc_id bigint)
+RETURNS void
+LANGUAGE sql AS $$
+    SELECT dedup_store_document_bands(p_item, p_doc_id, dedup_minhash_bands(p_item.minhash));
 $$;
 
 -- Remove a stored document's rows from the per-document tables (not its
@@ -264,10 +272,13 @@ BEGIN
                           SELECT (h::bigint & 65535)::integer
                             FROM jsonb_array_elements_text(e -> 'clauses') h
                           UNION ALL
-                          SELECT (k & 65535)::integer
-                            FROM unnest(dedup_minhash_bands(ARRAY(
-                                     SELECT x::integer FROM jsonb_array_elements_text(
-                                         CASE jsonb_typeof(e -> 'minhash') WHEN 'array' THEN e -> 'minhash' END) x))) k) keys
+                          -- a MinHash band's stripe: its first value and its
+                          -- number (texts sharing a band share both), not the
+                          -- band key, which costs a hash a band
+                          SELECT (((e -> 'minhash' ->> (4 * b))::bigint + 4099 * b) & 65535)::integer
+                            FROM generate_series(0, CASE jsonb_typeof(e -> 'minhash')
+                                                     WHEN 'array' THEN jsonb_array_length(e -> 'minhash') / 4 - 1
+                                                     ELSE -1 END) b) keys
              ORDER BY k);
         IF cardinality(v_stripes) > 512 THEN
             LOCK TABLE dedup_lock_stripes IN EXCLUSIVE MODE;
@@ -280,6 +291,7 @@ BEGIN
     FOR v_json IN SELECT e FROM jsonb_array_elements(p_items) e ORDER BY (e ->> 'pos')::integer
     LOOP
         it := jsonb_populate_record(NULL::dedup_item, v_json);
+        v_mh_bands := NULL;
         -- the first clauses of the text, in order (the lead rule, below)
         v_lead := ARRAY(SELECT h::bigint FROM jsonb_array_elements_text(v_json -> 'lead') h);
         v_source_key := coalesce(it.source, '');
@@ -524,7 +536,7 @@ BEGIN
         -- on the whole signature (estimated Jaccard of character 5-grams).
         -- Catches what changes a word in most clauses: synonyms, reworded leads.
         IF verdict IS NULL AND m_doc_id IS NULL AND it.minhash IS NOT NULL AND v_mh_dup IS NOT NULL THEN
-            v_mh_bands := dedup_minhash_bands(it.minhash);
+            v_mh_bands := dedup_minhash_bands(it.minhash);  -- stored with the item below
             SELECT c.doc_id, c.seen_at, d.external_id, dedup_minhash_similarity(d.minhash, it.minhash) AS sim
               INTO v_cand
               FROM (SELECT DISTINCT b.doc_id, b.seen_at FROM document_minhash_bands b
@@ -613,7 +625,12 @@ BEGIN
             IF v_doc_id IS NULL THEN  -- whitelisted text: no digest claimed
                 v_doc_id := nextval('documents_doc_id_seq');
             END IF;
-            PERFORM dedup_store_document(it, v_doc_id);
+            -- the band keys once: the MinHash probe computed them (unless a
+            -- layer before it decided)
+            PERFORM dedup_store_document_bands(
+                it, v_doc_id,
+                CASE WHEN v_mh_bands IS NULL AND it.minhash IS NOT NULL
+                     THEN dedup_minhash_bands(it.minhash) ELSE v_mh_bands END);
             doc_id := v_doc_id;
             IF verdict = 'review' THEN
                 candidate_id := dedup_record_candidate(
