@@ -44,7 +44,6 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import database
 from . import facts as facts_mod
 from . import minhash as mh
 from .fingerprint import fingerprint
@@ -160,16 +159,6 @@ def fingerprint_key(options: NormalizeOptions, templates: TemplateSet | None) ->
     return hashlib.sha1(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
-def _refuse_citus(conn: psycopg.Connection[Any], what: str) -> None:
-    """The rebuild's SQL (its pair self-joins, its queries mixing coordinator
-    and distributed tables) has no Citus form yet: say so, not a planner error."""
-    if database.is_citus(conn):
-        raise database.DatabaseError(
-            f"{what} does not run on a Citus cluster yet (DISTRIBUTION.md, what is not done): "
-            "streaming ingest, review and retention do"
-        )
-
-
 def refingerprint(
     conn: psycopg.Connection[Any],
     *,
@@ -193,7 +182,6 @@ def refingerprint(
     ``force``. ``dry_run``: one transaction, the caller rolls it back.
     ``progress(done, total, changed)`` after each batch.
     """
-    _refuse_citus(conn, "dedup-pg rebuild --refingerprint")
     started = time.perf_counter()
     key = fingerprint_key(options, templates)
     q = queries()
@@ -458,7 +446,6 @@ def rebuild(
     None; earlier documents within the window take part as partners). See the
     module docstring. ``dry_run``: report what would be done, write nothing
     (one round: later rounds depend on the first one's writes)."""
-    _refuse_citus(conn, "dedup-pg rebuild")
     started = time.perf_counter()
     q = queries()
     say = progress or (lambda _message: None)

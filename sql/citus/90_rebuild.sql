@@ -1,0 +1,236 @@
+-- dedup-pg on Citus: the rebuild's functions (sql/schema/90_rebuild.sql)
+-- that Citus cannot plan as they are, each with the error that forced it. The
+-- logic and the results are the single-node functions'; tests/test_citus.py
+-- compares a rebuild on the cluster with one on a single node. Above each
+-- function, the checksum of the single-node definition it was made from
+-- (tests/test_citus_schema.py).
+--
+-- A rebuild reads the window's fingerprints into temporary tables on the
+-- coordinator (as on a single node): on a cluster it runs on the coordinator,
+-- it does not scale out.
+
+-- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 60ab0452a08137cf
+CREATE OR REPLACE FUNCTION dedup_rebuild_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
+RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
+               verdict text, layer text, score double precision, distance integer, thresholds jsonb)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    s jsonb := dedup_effective_settings(NULL, p_overrides);
+    v_window interval := make_interval(days => (s ->> 'window_days')::integer);
+    v_from timestamptz;
+    v_since timestamptz := coalesce(p_since, '-infinity');
+    v_radius integer;
+    -- as dedup_ingest resolves them
+    v_mh_dup double precision := (s ->> 'minhash_threshold')::double precision;
+    v_mh_review double precision := least((s ->> 'minhash_threshold')::double precision,
+                                          (s ->> 'minhash_review_threshold')::double precision);
+    v_facts_share double precision := (s ->> 'facts_disagreement_share')::double precision;
+    v_facts_added double precision := (s ->> 'facts_added_share')::double precision;
+    v_ids bigint[];  -- Citus: the pairs' documents
+BEGIN
+    IF v_window = interval '0' THEN
+        v_window := interval '100000 days';  -- all history
+    END IF;
+    v_from := CASE WHEN p_since IS NULL THEN '-infinity' ELSE p_since - v_window END;
+    v_radius := (SELECT max(x.review_distance) / 4 FROM generate_series(0, 20) k,
+                        LATERAL dedup_simhash_distances(k * 100, s) x);
+
+    DROP TABLE IF EXISTS dedup_rb_docs, dedup_rb_clauses, dedup_rb_pairs, dedup_rb_sig;
+    CREATE TEMP TABLE dedup_rb_docs ON COMMIT DROP AS
+    SELECT d.doc_id, d.seen_at, d.content_sha1, d.simhash, d.simhash_band0 AS b0, d.simhash_band1 AS b1,
+           d.simhash_band2 AS b2, d.simhash_band3 AS b3, d.text_length, d.clause_count,
+           x.duplicate_distance AS dup_dist, x.review_distance, 0 AS n_boiler
+      FROM documents d, LATERAL dedup_simhash_distances(d.text_length, s) x
+     WHERE d.seen_at >= v_from;
+    CREATE INDEX ON dedup_rb_docs (doc_id);
+    ANALYZE dedup_rb_docs;
+
+    -- clause holders within the window either side, the document itself not counted
+    CREATE TEMP TABLE dedup_rb_clauses ON COMMIT DROP AS
+    SELECT c.clause_hash, c.doc_id, c.seen_at,
+           count(*) OVER (PARTITION BY c.clause_hash ORDER BY c.seen_at
+                          RANGE BETWEEN v_window PRECEDING AND v_window FOLLOWING) - 1 AS holders
+      FROM document_clauses c
+     WHERE c.seen_at >= v_from;
+    UPDATE dedup_rb_docs d SET n_boiler = b.n
+      FROM (SELECT c.doc_id, count(*) AS n FROM dedup_rb_clauses c
+             WHERE c.holders >= (s ->> 'containment_boilerplate_docs')::integer GROUP BY c.doc_id) b
+     WHERE d.doc_id = b.doc_id;
+    DELETE FROM dedup_rb_clauses c WHERE c.holders >= (s ->> 'containment_boilerplate_docs')::integer;
+    ANALYZE dedup_rb_clauses;
+
+    -- pairs (a later than b) from equal texts, SimHash bands (radius 1 when
+    -- the review distance needs it: within 7 bits some band differs by at
+    -- most one), shared useful clauses and shared MinHash bands
+    CREATE TEMP TABLE dedup_rb_pairs ON COMMIT DROP AS
+    WITH band_pairs AS (
+        SELECT a.doc_id AS a_id, b.doc_id AS b_id
+          FROM dedup_rb_docs a, unnest(dedup_band_neighbours(a.b0, v_radius)) v
+          JOIN dedup_rb_docs b ON b.b0 = v
+        UNION
+        SELECT a.doc_id, b.doc_id
+          FROM dedup_rb_docs a, unnest(dedup_band_neighbours(a.b1, v_radius)) v
+          JOIN dedup_rb_docs b ON b.b1 = v
+        UNION
+        SELECT a.doc_id, b.doc_id
+          FROM dedup_rb_docs a, unnest(dedup_band_neighbours(a.b2, v_radius)) v
+          JOIN dedup_rb_docs b ON b.b2 = v
+        UNION
+        SELECT a.doc_id, b.doc_id
+          FROM dedup_rb_docs a, unnest(dedup_band_neighbours(a.b3, v_radius)) v
+          JOIN dedup_rb_docs b ON b.b3 = v
+    ), clause_pairs AS (
+        SELECT a.doc_id AS a_id, b.doc_id AS b_id, count(*) AS shared
+          FROM dedup_rb_clauses a
+          JOIN document_clauses b ON b.clause_hash = a.clause_hash
+                                 AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
+                                 AND b.seen_at >= v_from
+         WHERE (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
+         GROUP BY 1, 2
+    ), exact_pairs AS (
+        -- every earlier copy within the window: streaming compares with the
+        -- copy still kept, which may be any of them
+        SELECT a.doc_id AS a_id, b.doc_id AS b_id
+          FROM dedup_rb_docs a
+          JOIN dedup_rb_docs b ON b.content_sha1 = a.content_sha1
+                              AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
+                              AND (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
+    ), minhash_pairs AS (
+        -- texts sharing a MinHash band value: the MinHash layer's candidates
+        -- (a pair that shares none is not compared, as in streaming)
+        SELECT DISTINCT a.doc_id AS a_id, b.doc_id AS b_id
+          FROM document_minhash_bands a
+          JOIN document_minhash_bands b ON b.band_key = a.band_key
+                                       AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
+                                       AND b.seen_at >= v_from
+         WHERE v_mh_dup IS NOT NULL AND a.seen_at >= v_since
+           AND (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
+    )
+    SELECT a.doc_id AS a_id, a.seen_at AS a_seen, b.doc_id AS b_id, b.seen_at AS b_seen,
+           a.content_sha1 = b.content_sha1 AS exact,
+           bit_count((a.simhash # b.simhash)::bit(64))::integer AS dist,
+           coalesce(cp.shared, 0)::integer AS shared,
+           a.clause_count - a.n_boiler AS n_item, b.clause_count - a.n_boiler AS stored_n,
+           a.dup_dist, a.review_distance, a.content_sha1 AS a_sha1, b.content_sha1 AS b_sha1,
+           mp.a_id IS NOT NULL AS mh_band
+      FROM (SELECT a_id, b_id FROM band_pairs
+            UNION SELECT a_id, b_id FROM clause_pairs WHERE shared >= 2
+            UNION SELECT a_id, b_id FROM exact_pairs
+            UNION SELECT a_id, b_id FROM minhash_pairs) p
+      JOIN dedup_rb_docs a ON a.doc_id = p.a_id
+      JOIN dedup_rb_docs b ON b.doc_id = p.b_id
+      LEFT JOIN clause_pairs cp ON cp.a_id = p.a_id AND cp.b_id = p.b_id
+      LEFT JOIN minhash_pairs mp ON mp.a_id = p.a_id AND mp.b_id = p.b_id
+     WHERE (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
+       AND a.seen_at - b.seen_at <= v_window
+       AND a.seen_at >= v_since;
+    DELETE FROM dedup_rb_pairs p
+     WHERE p.a_sha1 <> p.b_sha1 AND dedup_pair_whitelisted(p.a_sha1, p.b_sha1);
+    DELETE FROM dedup_rb_pairs p
+     WHERE EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = p.a_sha1);
+
+    -- Signatures and facts are read from documents for the rows that need
+    -- them only (dedup_rb_docs, which holds every document, stays small).
+    -- Citus: fetched first, in one statement pruned by doc_id, into a
+    -- temporary table: the single-node correlated subqueries on documents
+    -- in the query below fail ("direct joins between distributed and local
+    -- tables are not supported": dedup_rb_pairs is a temporary table)
+    v_ids := ARRAY(SELECT p.a_id FROM dedup_rb_pairs p UNION SELECT p.b_id FROM dedup_rb_pairs p);
+    CREATE TEMP TABLE dedup_rb_sig ON COMMIT DROP AS
+    SELECT d.doc_id, d.seen_at, d.minhash, d.facts FROM documents d
+     WHERE d.doc_id = ANY (v_ids) AND d.seen_at >= v_from;
+    CREATE INDEX ON dedup_rb_sig (doc_id);
+    ANALYZE dedup_rb_sig;
+    RETURN QUERY
+    WITH ev AS (
+        SELECT p.*,
+               CASE WHEN p.mh_band AND NOT p.exact THEN
+                   (SELECT dedup_minhash_similarity(db.minhash, da.minhash)
+                      FROM dedup_rb_sig da, dedup_rb_sig db  -- Citus: dedup_rb_sig
+                     WHERE da.doc_id = p.a_id AND da.seen_at = p.a_seen
+                       AND db.doc_id = p.b_id AND db.seen_at = p.b_seen) END AS mh_sim,
+               p.shared::double precision / nullif(least(p.n_item, greatest(p.stored_n, p.shared)), 0) AS ratio,
+               p.shared::double precision / nullif(p.n_item, 0) AS incoming_share,
+               jsonb_build_object(
+                   'simhash_distance', p.dup_dist, 'simhash_review_distance', p.review_distance,
+                   'containment_threshold', s -> 'containment_threshold',
+                   'containment_review_threshold', s -> 'containment_review_threshold',
+                   'containment_incoming_share', s -> 'containment_incoming_share',
+                   'minhash_threshold', v_mh_dup,
+                   'minhash_review_threshold', v_mh_review,
+                   'facts_disagreement_share', v_facts_share,
+                   'facts_added_share', v_facts_added,
+                   'window_days', s -> 'window_days') AS t
+          FROM dedup_rb_pairs p
+    ), judged AS (
+        -- exact
+        SELECT e.a_id, e.a_seen, e.b_id, e.b_seen, 'duplicate' AS j_verdict, 'exact' AS j_layer,
+               1.0::double precision AS j_score, 0 AS j_distance, e.t AS j_t
+          FROM ev e WHERE e.exact
+        UNION ALL
+        -- SimHash: within the duplicate distance, and long texts share some clauses
+        SELECT e.a_id, e.a_seen, e.b_id, e.b_seen,
+               CASE WHEN e.dist <= e.dup_dist
+                     AND NOT (e.n_item >= 5 AND e.stored_n >= 5
+                              AND e.shared < (s ->> 'simhash_min_clause_overlap')::double precision
+                                             * least(e.n_item, e.stored_n))
+                    THEN 'duplicate' ELSE 'review' END,
+               'simhash', (1.0 - e.dist / 64.0)::double precision, e.dist, e.t
+          FROM ev e WHERE NOT e.exact AND e.dist <= e.review_distance
+        UNION ALL
+        -- containment
+        SELECT e.a_id, e.a_seen, e.b_id, e.b_seen,
+               CASE WHEN e.ratio >= (s ->> 'containment_threshold')::double precision
+                     AND e.incoming_share >= (s ->> 'containment_incoming_share')::double precision
+                    THEN 'duplicate'
+                    WHEN e.ratio >= (s ->> 'containment_threshold')::double precision
+                     AND e.shared = e.stored_n AND e.stored_n >= 2
+                    THEN 'lead'
+                    ELSE 'review' END,
+               'containment', least(e.ratio, 1.0), NULL::integer,
+               -- the lead rule needs how many of the earlier text's clauses count
+               e.t || jsonb_build_object('lead_n', e.stored_n)
+          FROM ev e
+         WHERE NOT e.exact AND e.n_item >= 2 AND e.shared >= 2
+           AND e.shared >= least((s ->> 'containment_min_shared')::integer, e.n_item,
+                                 greatest(e.stored_n, e.shared))
+           AND e.ratio >= least((s ->> 'containment_review_threshold')::double precision,
+                                (s ->> 'containment_threshold')::double precision)
+        UNION ALL
+        -- MinHash: estimated 5-gram Jaccard of texts sharing a band
+        SELECT e.a_id, e.a_seen, e.b_id, e.b_seen,
+               CASE WHEN e.mh_sim >= v_mh_dup THEN 'duplicate' ELSE 'review' END,
+               'minhash', e.mh_sim, NULL::integer, e.t
+          FROM ev e
+         WHERE NOT e.exact AND v_mh_dup IS NOT NULL AND e.mh_sim >= v_mh_review
+    ), with_facts AS (
+        -- the facts of both texts of a near-duplicate match
+        SELECT j.*,
+               (SELECT d.facts FROM dedup_rb_sig d WHERE d.doc_id = j.a_id AND d.seen_at = j.a_seen) AS a_facts,
+               (SELECT d.facts FROM dedup_rb_sig d WHERE d.doc_id = j.b_id AND d.seen_at = j.b_seen) AS b_facts
+          FROM judged j
+         WHERE j.j_verdict IN ('duplicate', 'lead') AND j.j_layer <> 'exact' AND v_facts_share IS NOT NULL
+    ), checked AS (
+        -- the fact check (the later text's facts first, as dedup_ingest passes
+        -- the incoming text's): both sides differ, or else the later text adds
+        -- many facts (the caller checks the lead clauses: that rule does not
+        -- apply when the later text opens with the earlier one's clauses)
+        SELECT f.a_id, f.a_seen, f.b_id, f.b_seen, f.j_verdict, f.j_layer, f.j_score, f.j_distance, f.j_t,
+               x.both_sides, NOT x.both_sides AND v_facts_added IS NOT NULL
+                   AND dedup_facts_disagree(f.a_facts, f.b_facts, v_facts_share, v_facts_added) AS added
+          FROM with_facts f, LATERAL (SELECT dedup_facts_disagree(f.a_facts, f.b_facts, v_facts_share, NULL)
+                                        AS both_sides) x
+        UNION ALL
+        SELECT j.*, false, false
+          FROM judged j
+         WHERE NOT (j.j_verdict IN ('duplicate', 'lead') AND j.j_layer <> 'exact' AND v_facts_share IS NOT NULL)
+    )
+    SELECT c.a_id, c.a_seen, c.b_id, c.b_seen,
+           CASE WHEN c.both_sides AND c.j_verdict = 'duplicate' THEN 'review' ELSE c.j_verdict END,
+           c.j_layer, c.j_score, c.j_distance,
+           CASE WHEN c.both_sides THEN c.j_t || jsonb_build_object('facts_disagree', true)
+                WHEN c.added THEN c.j_t || jsonb_build_object('facts_added', true)
+                ELSE c.j_t END
+      FROM checked c;
+END $$;
