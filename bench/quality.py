@@ -27,7 +27,10 @@ news). This script measures both on REAL articles from ``../shared/data``
    banner (copyright / "更多精彩资讯请关注XX网" lines), ad_paragraph (one ad
    paragraph inserted mid-text), new_title (same body, reworded title),
    shuffled (sentence order shuffled), deleted_fifth (a fifth of sentences cut;
-   a body with a single sentence is cut or shuffled by clauses instead).
+   a body with a single sentence is cut or shuffled by clauses instead),
+   lead_rewrite (an own-words lead over a copied body: the first two sentences
+   replaced by a connective such as "据了解，" and one of the first three
+   sentences of another stored original, the rest copied; issue 21).
 4. recrawl: ``pairs/sina2018_recrawl.jsonl`` in a SEPARATE fresh database
    (its clean copies are sina2018 articles, so sharing the database with parts
    1-3 would make them duplicates of the originals): every clean 'a' (with the
@@ -78,6 +81,7 @@ COPY_TYPES = (
     "new_title",
     "shuffled",
     "deleted_fifth",
+    "lead_rewrite",
 )
 INFORMATIVE = {"deleted_fifth"}
 RECALL_BAR = 0.95
@@ -308,6 +312,20 @@ def make_deleted_fifth(a: dict, rng: random.Random) -> tuple[str, str]:
         else set()
     )
     return a["title"], join_sentences([u for i, u in enumerate(units) if i not in drop], a["body"])
+
+
+CONNECTIVES = ["据了解，", "据悉，", "记者了解到，", "值得一提的是，", "此外，", "另据报道，"]
+
+
+def make_lead_rewrite(a: dict, rng: random.Random, donor: dict) -> tuple[str, str]:
+    """An own-words lead over a copied body: the first two sentences replaced by
+    one sentence of another article (``donor``) after a connective ("据了解，"),
+    the rest copied as it is. The new lead brings the donor's names and figures."""
+    units = sentences_or_clauses(a["body"])
+    donor_units = [u for u in sentences(donor["body"]) if len(u) >= 15] or sentences(donor["body"])
+    lead = rng.choice(CONNECTIVES) + rng.choice(donor_units[:3])
+    cut = 2 if len(units) > 2 else 1
+    return a["title"], join_sentences([lead, *units[cut:]], a["body"])
 
 
 MAKERS = {
@@ -556,7 +574,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2, help="fingerprinting processes")
     ap.add_argument("--examples", type=int, default=10, help="flagged/missed examples to print")
     ap.add_argument("--output", type=Path, default=RESULTS)
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="a setting for every database of the run (e.g. facts_template_max_chars=null)",
+    )
     args = ap.parse_args(argv)
+    changed = {k: json.loads(v) for k, v in (x.split("=", 1) for x in args.set)}
     t0 = time.perf_counter()
 
     articles = read_jsonl(DATA / "news" / "sina2018.jsonl")
@@ -575,8 +601,9 @@ def main(argv: list[str] | None = None) -> int:
     out(
         f"Run {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, `python bench/quality.py "
         f"--originals {args.originals} --copies {args.copies} --seed {args.seed}` "
-        f"(hard negatives {args.hard_negatives}, workers {args.workers}), engine at commit "
-        f"{engine_revision()}."
+        f"(hard negatives {args.hard_negatives}, workers {args.workers})"
+        + "".join(f" --set {x}" for x in args.set)
+        + f", engine at commit {engine_revision()}."
     )
     out(
         f"Data: {DATA} (read in place). sina2018 has {len(articles):,} articles; "
@@ -596,6 +623,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         dd = Deduper(home=home / "main")
         allow_backfill(dd)
+        for k, v in changed.items():
+            dd.set_setting(k, v)
         settings = dd.conn.execute(
             "SELECT name, value FROM dedup_settings ORDER BY name"
         ).fetchall()
@@ -645,7 +674,11 @@ def main(argv: list[str] | None = None) -> int:
             sample = trng.sample(stored, min(args.copies, len(stored)))
             items, expect = [], {}
             for i, a in enumerate(sample):
-                title, body = MAKERS[kind](by_id[a["id"]], trng)
+                if kind == "lead_rewrite":  # the new lead is another stored article's
+                    donor = trng.choice([d for d in stored if d["id"] != a["id"]])
+                    title, body = make_lead_rewrite(by_id[a["id"]], trng, donor)
+                else:
+                    title, body = MAKERS[kind](by_id[a["id"]], trng)
                 item = {
                     "id": f"{a['id']}~{kind}",
                     "title": title,
@@ -674,6 +707,8 @@ def main(argv: list[str] | None = None) -> int:
         pairs = read_jsonl(DATA / "pairs" / "sina2018_recrawl.jsonl")
         dd2 = Deduper(home=home / "recrawl")
         allow_backfill(dd2)
+        for k, v in changed.items():
+            dd2.set_setting(k, v)
         rclock = Clock()
         a_items = [
             {
@@ -713,6 +748,8 @@ def main(argv: list[str] | None = None) -> int:
         if probe:
             dd3 = Deduper(home=home / "probe")
             allow_backfill(dd3)
+            for k, v in changed.items():
+                dd3.set_setting(k, v)
             pclock = Clock()
             short_page = {
                 "id": "short-gallery-page" + TEMPLATE_SUFFIX,

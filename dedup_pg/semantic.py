@@ -43,6 +43,11 @@ from .verdicts import VerdictRow
 _log = logging.getLogger(__name__)
 
 MODES = ("off", "gated", "always")
+#: What a model's HNSW index holds (embedding_models.index_kind): the halfvec
+#: (cosine), or its binary quantization (Hamming distance, 1 bit a dimension:
+#: ~370 index bytes a 512-d vector instead of ~1,370), whose nearest
+#: ``semantic_rerank`` are re-ranked by the halfvec's cosine.
+INDEX_KINDS = ("halfvec", "binary")
 #: Longer texts are embedded as their lead plus evenly sampled sentences
 #: (embeddings.lead_sample_text): the cost of a text stays bounded.
 MAX_EMBED_CHARS = 4000
@@ -86,14 +91,18 @@ class Model:
     strategy: str
     status: str
     thresholds: dict[str, dict[str, float]]
+    index_kind: str = "halfvec"
 
 
-def _model(row: Sequence[Any] | None) -> Model | None:
-    return Model(*row) if row else None
+def _rows(
+    conn: psycopg.Connection, query: str, params: Mapping[str, Any] | None = None
+) -> list[Model]:
+    with conn.cursor(row_factory=class_row(Model)) as cur:
+        return cur.execute(queries()[query], params).fetchall()
 
 
 def list_models(conn: psycopg.Connection) -> list[Model]:
-    return [Model(*row) for row in conn.execute(queries()["models"]).fetchall()]
+    return _rows(conn, "models")
 
 
 def get_model(conn: psycopg.Connection, name: str) -> Model:
@@ -104,7 +113,8 @@ def get_model(conn: psycopg.Connection, name: str) -> Model:
 
 
 def active_model(conn: psycopg.Connection) -> Model | None:
-    return _model(conn.execute(queries()["active_model"]).fetchone())
+    found = _rows(conn, "active_model")
+    return found[0] if found else None
 
 
 def _canonical(spec: str) -> str:
@@ -123,9 +133,15 @@ def register_model(
     embedder: Embedder | None = None,
     strategy: str | None = None,
     thresholds: Mapping[str, Mapping[str, float]] | None = None,
+    index_kind: str = "halfvec",
 ) -> Model:
     """Add a model (status ``building``) with its thresholds and long-text
-    strategy, and its HNSW index. Loads the model to learn its size."""
+    strategy, and its HNSW index (``index_kind``: one of :data:`INDEX_KINDS`).
+    Loads the model to learn its size."""
+    if index_kind not in INDEX_KINDS:
+        raise ValueError(
+            f"unknown index kind {index_kind!r}: choose one of {', '.join(INDEX_KINDS)}"
+        )
     embedder = embedder or load_embedder(spec)
     name = embedder.name
     strategy = strategy or MODEL_STRATEGIES.get(name, DEFAULT_STRATEGY)
@@ -139,17 +155,17 @@ def register_model(
         if dup is None or not (0.0 < float(review) <= float(dup) <= 1.0):
             raise ValueError(f"thresholds for {content_type!r} need 0 < review <= duplicate <= 1")
     with conn.transaction():
-        row = conn.execute(
-            queries()["register_model"],
+        (model,) = _rows(
+            conn,
+            "register_model",
             {
                 "name": name,
                 "dimensions": embedder.dim,
                 "strategy": strategy,
                 "thresholds": Jsonb(presets),
+                "index_kind": index_kind,
             },
-        ).fetchone()
-    model = _model(row)
-    assert model is not None
+        )
     # concurrently when we can: not inside a transaction (ingest's first use)
     idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     build_index(conn, model, concurrently=conn.autocommit and idle)
@@ -175,6 +191,27 @@ def build_index(conn: psycopg.Connection, model: Model, *, concurrently: bool = 
         child = f"{partition}_model{model.model_id}_idx"
         conn.execute(_index_sql(conn, model, partition, child, concurrently=True))
         conn.execute(f"ALTER INDEX {_ident(index)} ATTACH PARTITION {_ident(child)}")
+
+
+def set_index_kind(conn: psycopg.Connection, name: str, index_kind: str) -> Model:
+    """Rebuild model ``name``'s HNSW index as ``index_kind`` (one transaction:
+    writes of its vectors wait for the build; searches meanwhile read the old
+    index)."""
+    if index_kind not in INDEX_KINDS:
+        raise ValueError(
+            f"unknown index kind {index_kind!r}: choose one of {', '.join(INDEX_KINDS)}"
+        )
+    model = get_model(conn, name)
+    if model.index_kind == index_kind:
+        return model
+    with conn.transaction():
+        conn.execute(f"DROP INDEX IF EXISTS {_ident(_index_name(conn, model))}")
+        conn.execute(
+            queries()["set_index_kind"], {"model_id": model.model_id, "index_kind": index_kind}
+        )
+        model = get_model(conn, name)
+        build_index(conn, model)
+    return model
 
 
 def _index_name(conn: psycopg.Connection, model: Model) -> str:

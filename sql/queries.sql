@@ -20,15 +20,18 @@ SELECT d.doc_id, d.seen_at, d.title, d.body
                     WHERE e.doc_id = d.doc_id AND e.seen_at = d.seen_at AND e.model_id = %(model_id)s);
 
 -- name: models
-SELECT model_id, name, dimensions, strategy, status, thresholds FROM embedding_models ORDER BY model_id;
+SELECT model_id, name, dimensions, strategy, status, thresholds, index_kind FROM embedding_models ORDER BY model_id;
 
 -- name: active_model
-SELECT model_id, name, dimensions, strategy, status, thresholds FROM embedding_models WHERE status = 'active';
+SELECT model_id, name, dimensions, strategy, status, thresholds, index_kind FROM embedding_models WHERE status = 'active';
 
 -- name: register_model
-INSERT INTO embedding_models (name, dimensions, strategy, thresholds)
-VALUES (%(name)s, %(dimensions)s, %(strategy)s, %(thresholds)s)
-RETURNING model_id, name, dimensions, strategy, status, thresholds;
+INSERT INTO embedding_models (name, dimensions, strategy, thresholds, index_kind)
+VALUES (%(name)s, %(dimensions)s, %(strategy)s, %(thresholds)s, %(index_kind)s)
+RETURNING model_id, name, dimensions, strategy, status, thresholds, index_kind;
+
+-- name: set_index_kind
+UPDATE embedding_models SET index_kind = %(index_kind)s WHERE model_id = %(model_id)s;
 
 -- name: model_index_sql
 SELECT dedup_model_index_sql(%(model_id)s::smallint, %(table)s::regclass, %(index)s, %(concurrently)s, %(only)s);

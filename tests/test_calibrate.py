@@ -284,6 +284,7 @@ def _setting(conn, name):
 
 
 def test_apply_writes_audited_thresholds_and_revert_puts_them_back(dd, sina):
+    dd.set_setting("seen_at_past_days", 0)  # the stream replays fixed dates
     list(dd.ingest_many(_stream(sina)))
     report = cb.calibrate(dd.conn, sample=500, layers=("simhash", "containment"))
     # make the suggestion differ from the settings, so there is something to write

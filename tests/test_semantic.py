@@ -3,6 +3,7 @@ and a sentence-transformers model loaded from a local folder."""
 
 from __future__ import annotations
 
+import re
 import threading
 from importlib.resources import files
 
@@ -416,3 +417,108 @@ def test_a_semantic_duplicate_delivered_again_is_answered_and_not_recounted(sdd,
     assert (again.verdict, again.layer) == ("duplicate", "redelivery")
     assert (again.candidate_id, again.matched_doc_id) == (first.candidate_id, first.matched_doc_id)
     assert counts() == before
+
+
+def _knn_plan(conn, model) -> str:
+    """The plan of the model's nearest-neighbour statement (dedup_model_knn_sql),
+    sequential scans off: it names the index the statement can use."""
+    statement = conn.execute(
+        "SELECT dedup_model_knn_sql(%s::smallint, %s, 'true', '10', '80')",
+        [model.model_id, "(SELECT embedding FROM document_embeddings LIMIT 1)"],
+    ).fetchone()[0]
+    with conn.transaction():
+        conn.execute("SET LOCAL enable_seqscan = off")
+        return "\n".join(r[0] for r in conn.execute("EXPLAIN " + statement))
+
+
+def test_binary_index_finds_the_rewrite_with_the_halfvec_cosine(sdd, articles):
+    """A model switched to a binary index (dedup-pg models index usem3 binary):
+    the index holds bit(512) and the search uses it; the rewrite is found, with
+    the same match and the same cosine as through the halfvec index."""
+    from click.testing import CliRunner
+
+    from dedup_pg.cli import main
+
+    sdd.set_setting("semantic_mode", "always")
+    list(sdd.ingest_many(articles))
+    model = semantic.active_model(sdd.conn)
+    assert model.index_kind == "halfvec"
+    assert "halfvec_cosine_ops" in _index_definition(sdd.conn, model)
+    copy = rewrite(articles[5])
+    before = sdd.check_many([copy], thresholds=HASHES_OFF)[0]
+    assert (before.verdict, before.layer, before.matched_id) == (
+        "duplicate",
+        "semantic",
+        articles[5]["id"],
+    )
+
+    result = CliRunner().invoke(
+        main, ["models", "index", "usem3", "binary", "--dsn", sdd.dsn], catch_exceptions=False
+    )
+    assert result.exit_code == 0 and "binary index" in result.output, result.output
+    model = semantic.active_model(sdd.conn)
+    assert model.index_kind == "binary"
+    definition = _index_definition(sdd.conn, model)
+    assert "binary_quantize" in definition and "bit_hamming_ops" in definition
+    plan = _knn_plan(sdd.conn, model)
+    # each day partition's bit HNSW orders the candidates by Hamming distance
+    assert re.search(
+        r"Index Scan using \S+ on document_embeddings_p\d+ e .*\n\s+Order By: .*<~>", plan
+    ), plan
+    listed = CliRunner().invoke(main, ["models", "list", "--dsn", sdd.dsn]).output
+    assert "| binary" in listed or " binary " in listed, listed
+
+    v = sdd.ingest_batch([copy], thresholds=HASHES_OFF)[0]
+    assert (v.verdict, v.layer, v.matched_id) == ("duplicate", "semantic", articles[5]["id"])
+    assert v.score == pytest.approx(before.score, abs=1e-6)
+    # every day partition's index is a binary one
+    assert all(
+        "bit_hamming_ops" in d
+        for (d,) in sdd.conn.execute(
+            "SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i"
+            " JOIN pg_inherits h ON h.inhrelid = i.indexrelid"
+            " WHERE h.inhparent = %s::regclass",
+            [semantic_index_name(sdd.conn, model)],
+        )
+    )
+    with pytest.raises(ValueError, match="index kind"):
+        semantic.set_index_kind(sdd.conn, "usem3", "pq")
+    assert semantic.set_index_kind(sdd.conn, "usem3", "halfvec").index_kind == "halfvec"
+    assert "halfvec_cosine_ops" in _index_definition(sdd.conn, model)
+
+
+def semantic_index_name(conn, model) -> str:
+    return conn.execute("SELECT dedup_model_index_name(%s::smallint)", [model.model_id]).fetchone()[
+        0
+    ]
+
+
+def _index_definition(conn, model) -> str:
+    return conn.execute(
+        "SELECT pg_get_indexdef(%s::regclass)", [semantic_index_name(conn, model)]
+    ).fetchone()[0]
+
+
+@pytest.mark.parametrize("index_kind", ["halfvec", "binary"])
+def test_a_rebuild_finds_a_semantic_duplicate_through_either_index(sdd, articles, index_kind):
+    """dedup_rebuild_vector_pairs reads the model's index through the same
+    statement as ingest: a rewrite kept while the semantic layer was blind
+    becomes the semantic duplicate of its original in a rebuild."""
+    from dedup_pg import rebuild as rb
+
+    sdd.set_setting("semantic_mode", "always")
+    list(sdd.ingest_many(articles))
+    semantic.set_index_kind(sdd.conn, "usem3", index_kind)
+    copy = rewrite(articles[5])
+    blind = HASHES_OFF | {"semantic_duplicate": 1.0, "semantic_review": 1.0}
+    assert sdd.ingest_batch([copy], thresholds=blind)[0].verdict == "new"
+    report = rb.rebuild(sdd.conn, options=sdd.options, overrides=HASHES_OFF)
+    assert report.duplicates == {"semantic": 1}, report
+    row = sdd.conn.execute(
+        "SELECT layer, status, matched_external_id FROM duplicate_candidates c"
+        " JOIN documents d ON d.doc_id = c.matched_doc_id"
+        " CROSS JOIN LATERAL (SELECT d.external_id AS matched_external_id) m"
+        " WHERE c.external_id = %s",
+        [copy["id"]],
+    ).fetchone()
+    assert row == ("semantic", "auto", articles[5]["id"])

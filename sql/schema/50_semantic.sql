@@ -18,7 +18,11 @@ CREATE TABLE embedding_models (
     thresholds   jsonb NOT NULL,
     created_at   timestamptz NOT NULL DEFAULT now(),
     activated_at timestamptz,
-    retired_at   timestamptz
+    retired_at   timestamptz,
+    -- what its HNSW index holds: the halfvec itself (cosine), or binary_quantize(halfvec)::bit
+    -- (Hamming distance, 1 bit a dimension), whose nearest semantic_rerank are re-ranked by the
+    -- halfvec's cosine (dedup_model_knn_sql)
+    index_kind   text NOT NULL DEFAULT 'halfvec' CHECK (index_kind IN ('halfvec', 'binary'))
 );
 CREATE UNIQUE INDEX embedding_models_one_active_idx ON embedding_models ((true)) WHERE status = 'active';
 COMMENT ON TABLE embedding_models IS
@@ -59,16 +63,63 @@ CREATE FUNCTION dedup_model_index_name(p_model_id smallint)
 RETURNS text
 LANGUAGE sql IMMUTABLE AS $$ SELECT 'document_embeddings_model' || p_model_id || '_idx' $$;
 
--- Its definition, for a table (the parent, or one partition).
+-- Its definition, for a table (the parent, or one partition): over the halfvec
+-- (cosine) or over its binary quantization (Hamming), as the model's index_kind says.
 CREATE FUNCTION dedup_model_index_sql(p_model_id smallint, p_table regclass, p_index text,
                                       p_concurrently boolean DEFAULT false, p_only boolean DEFAULT false)
 RETURNS text
 LANGUAGE sql STABLE AS $$
-    SELECT format('CREATE INDEX %s IF NOT EXISTS %I ON %s %s USING hnsw ((embedding::halfvec(%s)) halfvec_cosine_ops) '
+    SELECT format('CREATE INDEX %s IF NOT EXISTS %I ON %s %s USING hnsw (%s) '
                   'WITH (m = 16, ef_construction = 64) WHERE model_id = %s',
                   CASE WHEN p_concurrently THEN 'CONCURRENTLY' ELSE '' END, p_index,
-                  CASE WHEN p_only THEN 'ONLY' ELSE '' END, p_table, m.dimensions, m.model_id)
+                  CASE WHEN p_only THEN 'ONLY' ELSE '' END, p_table,
+                  CASE m.index_kind
+                      WHEN 'binary' THEN format('(binary_quantize(embedding::halfvec(%1$s))::bit(%1$s)) bit_hamming_ops', m.dimensions)
+                      ELSE format('(embedding::halfvec(%s)) halfvec_cosine_ops', m.dimensions)
+                  END, m.model_id)
       FROM embedding_models m WHERE m.model_id = p_model_id
+$$;
+
+-- The nearest-neighbour statement of one model, as SQL text for EXECUTE (the
+-- index matches only a literal dimension): the stored embeddings e of the
+-- model that pass p_filter (a condition on e), nearest to p_query (a halfvec
+-- expression) first, at most p_limit, each with its cosine "cos". Through the
+-- index the model has: the halfvec HNSW ordered by cosine distance; or the bit
+-- HNSW, whose nearest greatest(p_rerank, p_limit) by Hamming distance are
+-- re-ranked by the halfvec's cosine (read from the heap). One definition for
+-- ingest (dedup_ingest_semantic) and rebuild (dedup_rebuild_vector_pairs).
+CREATE FUNCTION dedup_model_knn_sql(p_model_id smallint, p_query text, p_filter text,
+                                    p_limit text, p_rerank text)
+RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT CASE m.index_kind
+        WHEN 'binary' THEN format(
+            'SELECT c.doc_id, c.seen_at, 1 - (c.embedding <=> %2$s::halfvec(%1$s)) AS cos'
+            ' FROM (SELECT e.doc_id, e.seen_at, e.embedding::halfvec(%1$s) AS embedding'
+            ' FROM document_embeddings e WHERE e.model_id = %3$s AND %4$s'
+            ' ORDER BY binary_quantize(e.embedding::halfvec(%1$s))::bit(%1$s) <~> binary_quantize(%2$s::halfvec(%1$s))'
+            ' LIMIT greatest(%6$s, %5$s)) c'
+            ' ORDER BY c.embedding <=> %2$s::halfvec(%1$s) LIMIT %5$s',
+            m.dimensions, p_query, m.model_id, p_filter, p_limit, p_rerank)
+        ELSE format(
+            'SELECT e.doc_id, e.seen_at, 1 - (e.embedding::halfvec(%1$s) <=> %2$s::halfvec(%1$s)) AS cos'
+            ' FROM document_embeddings e WHERE e.model_id = %3$s AND %4$s'
+            ' ORDER BY e.embedding::halfvec(%1$s) <=> %2$s::halfvec(%1$s) LIMIT %5$s',
+            m.dimensions, p_query, m.model_id, p_filter, p_limit)
+    END
+      FROM embedding_models m WHERE m.model_id = p_model_id
+$$;
+
+-- hnsw.ef_search for a search of the model: the setting, at least the re-rank
+-- list of a binary index (its nearest by Hamming distance).
+CREATE FUNCTION dedup_model_ef_search(p_model embedding_models, p_settings jsonb)
+RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE p_model.index_kind
+        WHEN 'binary' THEN greatest((p_settings ->> 'semantic_ef_search')::integer,
+                                    (p_settings ->> 'semantic_rerank')::integer)::text
+        ELSE p_settings ->> 'semantic_ef_search'
+    END
 $$;
 
 -- The semantic layer, second statement of an ingest transaction: for the
@@ -139,7 +190,7 @@ BEGIN
     END IF;
     -- settings per source, resolved once each ('' = no source)
     v_by_source := jsonb_build_object('', dedup_effective_settings(NULL, p_overrides));
-    PERFORM set_config('hnsw.ef_search', v_by_source -> '' ->> 'semantic_ef_search', true);
+    PERFORM set_config('hnsw.ef_search', dedup_model_ef_search(v_model, v_by_source -> ''), true);
     BEGIN  -- pgvector >= 0.8: keep scanning when the window filter drops rows
         PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
     EXCEPTION WHEN OTHERS THEN
@@ -210,18 +261,16 @@ BEGIN
             -- always: the nearest stored embeddings in the window (HNSW)
             EXECUTE format(
                 'SELECT n.doc_id, n.seen_at, n.cos
-                   FROM (SELECT e.doc_id, e.seen_at, 1 - (e.embedding::halfvec(%1$s) <=> $1::halfvec(%1$s)) AS cos
-                           FROM document_embeddings e
-                          WHERE e.model_id = %2$s AND e.seen_at BETWEEN $2 AND $3
-                            AND e.doc_id IS DISTINCT FROM $4
-                          ORDER BY e.embedding::halfvec(%1$s) <=> $1::halfvec(%1$s)
-                          LIMIT $5) n
+                   FROM (%s) n
                    JOIN documents d ON d.doc_id = n.doc_id AND d.seen_at = n.seen_at
                   WHERE NOT dedup_pair_whitelisted($6, d.content_sha1)
                   ORDER BY n.cos DESC, n.seen_at, n.doc_id
-                  LIMIT 1', v_model.dimensions, p_model_id)
+                  LIMIT 1',
+                dedup_model_knn_sql(p_model_id, '$1', 'e.seen_at BETWEEN $2 AND $3 AND e.doc_id IS DISTINCT FROM $4',
+                                    '$5', '$7'))
                INTO v_best
-              USING v_vec, v_lo, v_hi, v_doc_id, (v_settings ->> 'semantic_neighbours')::integer, v_sha1;
+              USING v_vec, v_lo, v_hi, v_doc_id, (v_settings ->> 'semantic_neighbours')::integer, v_sha1,
+                    (v_settings ->> 'semantic_rerank')::integer;
         END IF;
 
         IF v_best.doc_id IS NOT NULL AND v_best.cos >= v_dup THEN

@@ -171,9 +171,10 @@ END $$;
 -- are not stored). Rules and thresholds are dedup_ingest's; whitelisted
 -- pairs are left out; pairs further apart than window_days are never formed.
 --
--- The fact check (dedup_ingest's): a near-duplicate 'duplicate' row
--- (SimHash, containment, MinHash) whose two texts each hold facts the other
--- lacks is returned as 'review', and such a row, or a 'lead' row whose texts
+-- The fact check (dedup_ingest's, dedup_facts_verdict): a near-duplicate
+-- 'duplicate' row (SimHash, containment, MinHash) whose two texts are two
+-- stories (each holds facts the other lacks, not a copied body under a
+-- rewritten lead; or a short templated item's numbers) is returned as 'review', and such a row, or a 'lead' row whose texts
 -- disagree so, carries "facts_disagree": true in its thresholds. A
 -- 'duplicate' or 'lead' row whose later text adds many facts (the
 -- facts_added_share rule) carries "facts_added": true: it is another story
@@ -351,6 +352,12 @@ BEGIN
                     WHEN e.ratio >= (s ->> 'containment_threshold')::double precision
                      AND e.shared = e.stored_n AND e.stored_n >= 2
                     THEN 'lead'
+                    -- the review band, but a copied body under a rewritten lead
+                    WHEN dedup_copied_body(
+                             (SELECT d.body FROM documents d WHERE d.doc_id = e.a_id AND d.seen_at = e.a_seen),
+                             (SELECT d.body FROM documents d WHERE d.doc_id = e.b_id AND d.seen_at = e.b_seen),
+                             e.shared, e.n_item, e.stored_n, s)
+                    THEN 'duplicate'
                     ELSE 'review' END,
                'containment', least(e.ratio, 1.0), NULL::integer,
                -- the lead rule needs how many of the earlier text's clauses count
@@ -369,22 +376,26 @@ BEGIN
           FROM ev e
          WHERE NOT e.exact AND v_mh_dup IS NOT NULL AND e.mh_sim >= v_mh_review
     ), with_facts AS (
-        -- the facts of both texts of a near-duplicate match
-        SELECT j.*,
-               (SELECT d.facts FROM documents d WHERE d.doc_id = j.a_id AND d.seen_at = j.a_seen) AS a_facts,
-               (SELECT d.facts FROM documents d WHERE d.doc_id = j.b_id AND d.seen_at = j.b_seen) AS b_facts
+        -- the facts and bodies of both texts of a near-duplicate match, and
+        -- the clauses they share (dedup_facts_verdict's copied-body rule)
+        SELECT j.*, da.facts AS a_facts, db.facts AS b_facts, da.body AS a_body, db.body AS b_body,
+               p.shared, p.n_item, p.stored_n
           FROM judged j
+          JOIN documents da ON da.doc_id = j.a_id AND da.seen_at = j.a_seen
+          JOIN documents db ON db.doc_id = j.b_id AND db.seen_at = j.b_seen
+          JOIN dedup_rb_pairs p ON p.a_id = j.a_id AND p.b_id = j.b_id
          WHERE j.j_verdict IN ('duplicate', 'lead') AND j.j_layer <> 'exact' AND v_facts_share IS NOT NULL
     ), checked AS (
         -- the fact check (the later text's facts first, as dedup_ingest passes
-        -- the incoming text's): both sides differ, or else the later text adds
-        -- many facts (the caller checks the lead clauses: that rule does not
-        -- apply when the later text opens with the earlier one's clauses)
+        -- the incoming text's): two stories, or else the later text adds many
+        -- facts (the caller checks the lead clauses: that rule does not apply
+        -- when the later text opens with the earlier one's clauses)
         SELECT f.a_id, f.a_seen, f.b_id, f.b_seen, f.j_verdict, f.j_layer, f.j_score, f.j_distance, f.j_t,
-               x.both_sides, NOT x.both_sides AND v_facts_added IS NOT NULL
-                   AND dedup_facts_disagree(f.a_facts, f.b_facts, v_facts_share, v_facts_added) AS added
-          FROM with_facts f, LATERAL (SELECT dedup_facts_disagree(f.a_facts, f.b_facts, v_facts_share, NULL)
-                                        AS both_sides) x
+               x.v IS NOT DISTINCT FROM 'differ' AS both_sides, x.v IS NOT DISTINCT FROM 'added' AS added
+          FROM with_facts f,
+               LATERAL (SELECT dedup_facts_verdict(f.a_facts, f.b_facts, v_facts_share, v_facts_added,
+                                                   f.a_body, f.b_body, f.shared, f.n_item, f.stored_n, s)
+                                 AS v) x
         UNION ALL
         SELECT j.*, false, false
           FROM judged j
@@ -403,7 +414,7 @@ COMMENT ON FUNCTION dedup_rebuild_pairs(timestamptz, jsonb) IS
     'Candidate pairs of a rebuild (exact, SimHash band self-joins, shared clauses, shared MinHash bands) with each layer''s verdict under dedup_ingest''s rules, fact check included. Called by dedup-pg rebuild.';
 
 -- Semantic pairs: each document's p_k nearest stored vectors of the active
--- model (its HNSW index) within the window, at or above the review cosine of
+-- model (its HNSW index, dedup_model_knn_sql) within the window, at or above the review cosine of
 -- the later document's content type; duplicate when at or above the duplicate
 -- cosine and the numbers agree (dedup_ingest_semantic's rules).
 CREATE FUNCTION dedup_rebuild_vector_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
@@ -425,7 +436,7 @@ BEGIN
         v_window := interval '100000 days';
     END IF;
     v_from := CASE WHEN p_since IS NULL THEN '-infinity' ELSE p_since - v_window END;
-    PERFORM set_config('hnsw.ef_search', s ->> 'semantic_ef_search', true);
+    PERFORM set_config('hnsw.ef_search', dedup_model_ef_search(v_model, s), true);
     BEGIN
         PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
     EXCEPTION WHEN OTHERS THEN
@@ -435,13 +446,7 @@ BEGIN
         WITH near AS (
             SELECT x.doc_id, x.seen_at, n.doc_id AS other_id, n.seen_at AS other_seen_at, n.cos
               FROM document_embeddings x
-              CROSS JOIN LATERAL (
-                  SELECT e.doc_id, e.seen_at, 1 - (e.embedding::halfvec(%1$s) <=> x.embedding::halfvec(%1$s)) AS cos
-                    FROM document_embeddings e
-                   WHERE e.model_id = %2$s AND e.seen_at BETWEEN x.seen_at - $2 AND x.seen_at + $2
-                     AND e.doc_id <> x.doc_id
-                   ORDER BY e.embedding::halfvec(%1$s) <=> x.embedding::halfvec(%1$s)
-                   LIMIT $3) n
+              CROSS JOIN LATERAL (%3$s) n
              WHERE x.model_id = %2$s AND x.seen_at >= $1
         ), pairs AS (
             -- the later document of each pair is the one checked
@@ -484,9 +489,12 @@ BEGIN
                                   'window_days', $5 -> 'window_days')
           FROM thr t
          WHERE t.cos >= t.review
-        $q$, v_model.dimensions, v_model.model_id)
+        $q$, v_model.dimensions, v_model.model_id,
+        dedup_model_knn_sql(v_model.model_id, 'x.embedding',
+                            'e.seen_at BETWEEN x.seen_at - $2 AND x.seen_at + $2 AND e.doc_id <> x.doc_id',
+                            '$3', '$8'))
     USING v_from, v_window, (s ->> 'semantic_neighbours')::integer, coalesce(p_since, '-infinity'),
-          s, v_model.thresholds, v_model.name;
+          s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
 END $$;
 
 COMMENT ON FUNCTION dedup_rebuild_vector_pairs(timestamptz, jsonb) IS
