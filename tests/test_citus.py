@@ -298,6 +298,81 @@ def test_semantic_layer_vector_search(citus_dsn, sina):
         assert sum(_shard_rows(citus_dsn, "document_embeddings").values()) == len(articles)
 
 
+@pytest.mark.parametrize("index_kind", ["halfvec", "binary"])
+def test_semantic_search_and_rebuild_through_either_index_same_as_one_node(
+    citus_dsn, dsn, sina, index_kind
+):
+    """A model's index of either kind (revision 0018) on the cluster: each
+    worker's shards hold it; a check finds a rewrite through it, and a rebuild
+    (dedup_rebuild_vector_pairs' Citus form) turns a rewrite kept while the
+    semantic layer was blind into the semantic duplicate of its original:
+    the same verdicts, scores, report and candidates as a single node."""
+    from test_semantic import HASHES_OFF, rewrite
+
+    from dedup_pg import rebuild as rb
+    from dedup_pg.embeddings import Usem3Embedder
+
+    articles = [
+        {"id": d["id"], "title": d["title"], "body": d["body"]}
+        for d in sina[200:230]
+        if len(d["body"]) > 300
+    ][:12]
+    copy = rewrite(articles[5])
+    blind = HASHES_OFF | {"semantic_duplicate": 1.0, "semantic_review": 1.0}
+    embedder = Usem3Embedder()
+    out = {}
+    for name, target in (("cluster", citus_dsn), ("one node", dsn)):
+        with Deduper(target, batch_size=50, embedder=embedder) as dd:
+            dd.set_setting("semantic_mode", "always")
+            list(dd.ingest_many(articles))
+            assert semantic.set_index_kind(dd.conn, "usem3", index_kind).index_kind == index_kind
+            c = dd.check_many([rewrite(articles[3])], thresholds=HASHES_OFF)[0]
+            kept = dd.ingest_batch([copy], thresholds=blind)[0].verdict
+            report = rb.rebuild(dd.conn, options=dd.options, overrides=HASHES_OFF)
+            names = dict(dd.conn.execute("SELECT doc_id, external_id FROM documents").fetchall())
+            rows = dd.conn.execute(
+                "SELECT external_id, layer, status, matched_doc_id FROM duplicate_candidates"
+            ).fetchall()
+            out[name] = (
+                (c.verdict, c.layer, c.matched_id, round(c.score or 0, 6)),
+                kept,
+                dict(report.duplicates),
+                dict(report.reviews),
+                sorted((r[0], r[1], r[2], names.get(r[3])) for r in rows),
+            )
+    assert out["cluster"] == out["one node"]
+    assert out["cluster"][0][:3] == ("duplicate", "semantic", articles[3]["id"])
+    assert out["cluster"][1] == "new" and out["cluster"][2] == {"semantic": 1}
+    assert (copy["id"], "semantic", "auto", articles[5]["id"]) in out["cluster"][4]
+    ops = "bit_hamming_ops" if index_kind == "binary" else "halfvec_cosine_ops"
+    with psycopg.connect(citus_dsn, autocommit=True) as conn:
+        per_worker = conn.execute(
+            "SELECT result::integer FROM run_command_on_workers("
+            f"$$SELECT count(*) FROM pg_indexes WHERE indexdef LIKE '%{ops}%'$$)"
+        ).fetchall()
+        # the search's hnsw.ef_search reaches the shards' index scans (80 for
+        # a binary index: its re-rank list; set_config() alone stays on the
+        # coordinator, and the workers searched with pgvector's default)
+        expected = "80" if index_kind == "binary" else "64"
+        on_shards = (
+            "SELECT array_agg(DISTINCT current_setting('hnsw.ef_search', true))"
+            " FROM documents WHERE doc_id > 0"
+        )
+        model_id = semantic.active_model(conn).model_id
+        for call in (
+            "SELECT count(*) FROM dedup_rebuild_vector_pairs()",
+            f"SELECT count(*) FROM dedup_ingest_semantic('[]', '[]', {model_id}::smallint, true)",
+        ):
+            with conn.transaction():
+                conn.execute(call)
+                assert (
+                    conn.execute("SELECT current_setting('hnsw.ef_search')").fetchone()[0]
+                    == expected
+                )
+                assert conn.execute(on_shards).fetchone()[0] == [expected], call
+    assert len(per_worker) == 2 and all(n > 0 for (n,) in per_worker), per_worker
+
+
 def test_rebuild_of_a_bulk_loaded_corpus_same_as_one_node(citus_dsn, dsn, sina, tmp_path):
     """test_rebuild's corpus (originals, reposts, exact copies, truncated
     recrawls a day later) loaded by ``dedup-pg rebuild --input`` on the

@@ -2,7 +2,7 @@
 -- Citus coordinator can plan it; only the statements marked "Citus:" differ
 -- (tests/test_citus_schema.py: the checksum is the single-node definition's).
 
--- from sql/schema/50_semantic.sql dedup_ingest_semantic: sha256 b8db04443db9d9fe
+-- from sql/schema/50_semantic.sql dedup_ingest_semantic: sha256 b50cf96d31094534
 CREATE OR REPLACE FUNCTION dedup_ingest_semantic(p_items jsonb, p_stored jsonb, p_model_id smallint,
                                       p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
@@ -57,9 +57,13 @@ BEGIN
     END IF;
     -- settings per source, resolved once each ('' = no source)
     v_by_source := jsonb_build_object('', dedup_effective_settings(NULL, p_overrides));
-    PERFORM set_config('hnsw.ef_search', v_by_source -> '' ->> 'semantic_ef_search', true);
+    -- Citus: SET LOCAL with citus.propagate_set_commands = 'local', so that
+    -- the workers' index scans use it too: set_config() is not propagated
+    -- (the shards' searches ran with pgvector's default ef_search, 40)
+    PERFORM set_config('citus.propagate_set_commands', 'local', true);
+    EXECUTE format('SET LOCAL hnsw.ef_search = %s', dedup_model_ef_search(v_model, v_by_source -> ''));
     BEGIN  -- pgvector >= 0.8: keep scanning when the window filter drops rows
-        PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
+        EXECUTE 'SET LOCAL hnsw.iterative_scan = relaxed_order';  -- Citus: SET LOCAL, propagated
     EXCEPTION WHEN OTHERS THEN
         NULL;
     END;
@@ -137,15 +141,12 @@ BEGIN
             -- always: the nearest stored embeddings in the window (HNSW; Citus:
             -- each shard's index returns its nearest, the coordinator merges)
             EXECUTE format(
-                'SELECT array_agg(n.doc_id), array_agg(n.seen_at), array_agg(n.cos)
-                   FROM (SELECT e.doc_id, e.seen_at, 1 - (e.embedding::halfvec(%1$s) <=> $1::halfvec(%1$s)) AS cos
-                           FROM document_embeddings e
-                          WHERE e.model_id = %2$s AND e.seen_at BETWEEN $2 AND $3
-                            AND e.doc_id IS DISTINCT FROM $4
-                          ORDER BY e.embedding::halfvec(%1$s) <=> $1::halfvec(%1$s)
-                          LIMIT $5) n', v_model.dimensions, p_model_id)
+                'SELECT array_agg(n.doc_id), array_agg(n.seen_at), array_agg(n.cos) FROM (%s) n',
+                dedup_model_knn_sql(p_model_id, '$1', 'e.seen_at BETWEEN $2 AND $3 AND e.doc_id IS DISTINCT FROM $4',
+                                    '$5', '$6'))
                INTO v_e_docs, v_e_seen, v_e_cos
-              USING v_vec, v_lo, v_hi, v_doc_id, (v_settings ->> 'semantic_neighbours')::integer;
+              USING v_vec, v_lo, v_hi, v_doc_id, (v_settings ->> 'semantic_neighbours')::integer,
+                    (v_settings ->> 'semantic_rerank')::integer;
             SELECT array_agg(d.doc_id), array_agg(d.seen_at), array_agg(d.content_sha1)
               INTO v_f_docs, v_f_seen, v_f_sha1
               FROM documents d WHERE d.doc_id = ANY (v_e_docs);

@@ -96,7 +96,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 7ca80766a41849be
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 4d734b796240cd8e
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -424,6 +424,9 @@ BEGIN
         -- Containment layer: clauses (boilerplate left out) shared with a stored
         -- text. Catches copies that add or drop paragraphs: site banners, ads,
         -- truncated recrawls. Containment = shared / the smaller text's clauses.
+        -- In the review band, a copied body under a rewritten lead
+        -- (dedup_copied_body: both keep most of their clauses in common, the
+        -- openings unlike) is a duplicate too.
         -- It is a duplicate only when the incoming text is mostly old news too
         -- (containment_incoming_share of its clauses are in the other text): a
         -- long text that merely quotes a short stored one is kept, for review.
@@ -466,6 +469,14 @@ BEGIN
                     v_cand.incoming_share := 1.0;
                 END IF;
                 IF v_cand.ratio >= v_cont_dup AND v_cand.incoming_share >= v_cont_incoming THEN
+                    m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
+                    m_layer := 'containment'; m_score := least(v_cand.ratio, 1.0);
+                ELSIF v_cand.ratio >= v_cont_review
+                      AND dedup_copied_body(it.body, (SELECT d.body FROM documents d
+                                                       WHERE d.doc_id = v_cand.doc_id
+                                                         AND d.seen_at = v_cand.seen_at),
+                                            v_cand.shared, v_n_item, v_cand.stored_n, v_settings) THEN
+                    -- the review band, but a copied body under a rewritten lead
                     m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
                     m_layer := 'containment'; m_score := least(v_cand.ratio, 1.0);
                 ELSIF v_cand.ratio >= v_cont_review AND r_doc_id IS NULL THEN
@@ -513,27 +524,34 @@ BEGIN
             END IF;
         END IF;
 
-        -- Fact check: a near-duplicate match where each text holds numbers or
-        -- names the other lacks is two stories on one template (two match
-        -- reports, two brochures of one school): review, not duplicate. So is
-        -- one where the incoming text adds many facts (a commentary appending
-        -- a speech), unless at least half its opening clauses (the lead, with
-        -- any banner) are the matched text's: a full recrawl of a page stored
-        -- truncated.
+        -- Fact check (dedup_facts_verdict): a near-duplicate match where each
+        -- text holds numbers or names the other lacks is two stories on one
+        -- template (two match reports, two brochures of one school): review,
+        -- not duplicate; unless both texts keep most of their clauses in
+        -- common under unlike openings (a lead rewritten over a copied body).
+        -- So is a short templated item where each text holds a number the
+        -- other lacks (another day's figure, another date). So is one where
+        -- the incoming text adds many facts (a commentary appending a speech),
+        -- unless at least half its opening clauses (the lead, with any banner)
+        -- are the matched text's: a full recrawl of a page stored truncated.
         IF verdict IS NULL AND m_doc_id IS NOT NULL AND v_facts_share IS NOT NULL THEN
-            SELECT d.facts INTO v_matched_facts
+            SELECT d.facts, d.body, d.clause_count - v_n_boiler INTO v_matched_facts, v_matched_body, v_stored_n
               FROM documents d WHERE d.doc_id = m_doc_id AND d.seen_at = m_seen_at;
-            IF dedup_facts_disagree(
+            SELECT count(*) INTO v_shared FROM document_clauses dc
+             WHERE dc.doc_id = m_doc_id AND dc.seen_at = m_seen_at AND dc.clause_hash = ANY (v_useful);
+            IF dedup_facts_verdict(
                    it.facts, v_matched_facts, v_facts_share,
                    CASE WHEN 2 * (SELECT count(*) FROM document_clauses dc
                                    WHERE dc.clause_hash = ANY (v_lead)
                                      AND dc.doc_id = m_doc_id AND dc.seen_at = m_seen_at)
                              >= cardinality(v_lead)
-                        THEN NULL ELSE v_facts_added END) THEN
+                        THEN NULL ELSE v_facts_added END,
+                   it.body, v_matched_body, v_shared, v_n_item, v_stored_n, v_settings) IS NOT NULL THEN
                 r_doc_id := m_doc_id; r_seen_at := m_seen_at; r_ext := m_ext;
                 r_layer := m_layer; r_score := m_score; r_dist := m_dist;
                 m_doc_id := NULL;
             END IF;
+            v_matched_body := NULL;
         END IF;
 
         IF verdict IS NULL AND m_doc_id IS NOT NULL THEN

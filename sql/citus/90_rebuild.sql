@@ -9,7 +9,7 @@
 -- coordinator (as on a single node): on a cluster it runs on the coordinator,
 -- it does not scale out.
 
--- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 60ab0452a08137cf
+-- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 1cf0c32efc68fab8
 CREATE OR REPLACE FUNCTION dedup_rebuild_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
                verdict text, layer text, score double precision, distance integer, thresholds jsonb)
@@ -138,7 +138,7 @@ BEGIN
     -- tables are not supported": dedup_rb_pairs is a temporary table)
     v_ids := ARRAY(SELECT p.a_id FROM dedup_rb_pairs p UNION SELECT p.b_id FROM dedup_rb_pairs p);
     CREATE TEMP TABLE dedup_rb_sig ON COMMIT DROP AS
-    SELECT d.doc_id, d.seen_at, d.minhash, d.facts FROM documents d
+    SELECT d.doc_id, d.seen_at, d.minhash, d.facts, d.body FROM documents d
      WHERE d.doc_id = ANY (v_ids) AND d.seen_at >= v_from;
     CREATE INDEX ON dedup_rb_sig (doc_id);
     ANALYZE dedup_rb_sig;
@@ -187,6 +187,12 @@ BEGIN
                     WHEN e.ratio >= (s ->> 'containment_threshold')::double precision
                      AND e.shared = e.stored_n AND e.stored_n >= 2
                     THEN 'lead'
+                    -- the review band, but a copied body under a rewritten lead
+                    WHEN dedup_copied_body(
+                             (SELECT d.body FROM dedup_rb_sig d WHERE d.doc_id = e.a_id AND d.seen_at = e.a_seen),
+                             (SELECT d.body FROM dedup_rb_sig d WHERE d.doc_id = e.b_id AND d.seen_at = e.b_seen),
+                             e.shared, e.n_item, e.stored_n, s)
+                    THEN 'duplicate'
                     ELSE 'review' END,
                'containment', least(e.ratio, 1.0), NULL::integer,
                -- the lead rule needs how many of the earlier text's clauses count
@@ -205,22 +211,26 @@ BEGIN
           FROM ev e
          WHERE NOT e.exact AND v_mh_dup IS NOT NULL AND e.mh_sim >= v_mh_review
     ), with_facts AS (
-        -- the facts of both texts of a near-duplicate match
-        SELECT j.*,
-               (SELECT d.facts FROM dedup_rb_sig d WHERE d.doc_id = j.a_id AND d.seen_at = j.a_seen) AS a_facts,
-               (SELECT d.facts FROM dedup_rb_sig d WHERE d.doc_id = j.b_id AND d.seen_at = j.b_seen) AS b_facts
+        -- the facts and bodies of both texts of a near-duplicate match, and
+        -- the clauses they share (dedup_facts_verdict's copied-body rule)
+        SELECT j.*, da.facts AS a_facts, db.facts AS b_facts, da.body AS a_body, db.body AS b_body,
+               p.shared, p.n_item, p.stored_n
           FROM judged j
+          JOIN dedup_rb_sig da ON da.doc_id = j.a_id AND da.seen_at = j.a_seen  -- Citus: dedup_rb_sig
+          JOIN dedup_rb_sig db ON db.doc_id = j.b_id AND db.seen_at = j.b_seen
+          JOIN dedup_rb_pairs p ON p.a_id = j.a_id AND p.b_id = j.b_id
          WHERE j.j_verdict IN ('duplicate', 'lead') AND j.j_layer <> 'exact' AND v_facts_share IS NOT NULL
     ), checked AS (
         -- the fact check (the later text's facts first, as dedup_ingest passes
-        -- the incoming text's): both sides differ, or else the later text adds
-        -- many facts (the caller checks the lead clauses: that rule does not
-        -- apply when the later text opens with the earlier one's clauses)
+        -- the incoming text's): two stories, or else the later text adds many
+        -- facts (the caller checks the lead clauses: that rule does not apply
+        -- when the later text opens with the earlier one's clauses)
         SELECT f.a_id, f.a_seen, f.b_id, f.b_seen, f.j_verdict, f.j_layer, f.j_score, f.j_distance, f.j_t,
-               x.both_sides, NOT x.both_sides AND v_facts_added IS NOT NULL
-                   AND dedup_facts_disagree(f.a_facts, f.b_facts, v_facts_share, v_facts_added) AS added
-          FROM with_facts f, LATERAL (SELECT dedup_facts_disagree(f.a_facts, f.b_facts, v_facts_share, NULL)
-                                        AS both_sides) x
+               x.v IS NOT DISTINCT FROM 'differ' AS both_sides, x.v IS NOT DISTINCT FROM 'added' AS added
+          FROM with_facts f,
+               LATERAL (SELECT dedup_facts_verdict(f.a_facts, f.b_facts, v_facts_share, v_facts_added,
+                                                   f.a_body, f.b_body, f.shared, f.n_item, f.stored_n, s)
+                                 AS v) x
         UNION ALL
         SELECT j.*, false, false
           FROM judged j
@@ -233,4 +243,116 @@ BEGIN
                 WHEN c.added THEN c.j_t || jsonb_build_object('facts_added', true)
                 ELSE c.j_t END
       FROM checked c;
+END $$;
+
+-- from sql/schema/90_rebuild.sql dedup_rebuild_vector_pairs: sha256 d903838ee5ed8d08
+CREATE OR REPLACE FUNCTION dedup_rebuild_vector_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
+RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
+               verdict text, layer text, score double precision, distance integer, thresholds jsonb)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    s jsonb := dedup_effective_settings(NULL, p_overrides);
+    v_model embedding_models;
+    v_window interval := make_interval(days => (s ->> 'window_days')::integer);
+    v_from timestamptz;
+    -- Citus: the nearest neighbours of one document at a time
+    v_x record;
+    v_knn text;
+    v_docs bigint[]; v_seen timestamptz[]; v_cos double precision[];
+BEGIN
+    SELECT * INTO v_model FROM embedding_models m WHERE m.status = 'active';
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF v_window = interval '0' THEN
+        v_window := interval '100000 days';
+    END IF;
+    v_from := CASE WHEN p_since IS NULL THEN '-infinity' ELSE p_since - v_window END;
+    -- Citus: SET LOCAL with citus.propagate_set_commands = 'local', so that
+    -- the workers' index scans use it too: set_config() is not propagated
+    -- (the shards' searches ran with pgvector's default ef_search, 40)
+    PERFORM set_config('citus.propagate_set_commands', 'local', true);
+    EXECUTE format('SET LOCAL hnsw.ef_search = %s', dedup_model_ef_search(v_model, s));
+    BEGIN
+        EXECUTE 'SET LOCAL hnsw.iterative_scan = relaxed_order';  -- Citus: SET LOCAL, propagated
+    EXCEPTION WHEN OTHERS THEN
+        NULL;
+    END;
+    -- Citus: the single-node statement's CROSS JOIN LATERAL (the model's
+    -- nearest-neighbour search for every stored vector) cannot be planned
+    -- ("complex joins are only supported when all distributed tables are
+    -- co-located and joined on their distribution columns"): the vectors are
+    -- read into a temporary table, and each one's search (the same statement,
+    -- dedup_model_knn_sql, each shard's index, merged here) runs on its own.
+    -- The documents of the pairs are then read by doc_id, and the pairs judged
+    -- here as on one node.
+    DROP TABLE IF EXISTS dedup_rb_vx, dedup_rb_near, dedup_rb_vdocs;
+    CREATE TEMP TABLE dedup_rb_vx ON COMMIT DROP AS
+    SELECT x.doc_id, x.seen_at, x.embedding FROM document_embeddings x
+     WHERE x.model_id = v_model.model_id AND x.seen_at >= v_from;
+    CREATE TEMP TABLE dedup_rb_near (doc_id bigint, seen_at timestamptz, other_id bigint,
+                                     other_seen_at timestamptz, cos double precision) ON COMMIT DROP;
+    v_knn := format('SELECT array_agg(n.doc_id), array_agg(n.seen_at), array_agg(n.cos) FROM (%s) n',
+                    dedup_model_knn_sql(v_model.model_id, '$1',
+                                        'e.seen_at BETWEEN $2 - $3 AND $2 + $3 AND e.doc_id <> $4',
+                                        '$5', '$6'));
+    FOR v_x IN SELECT * FROM dedup_rb_vx LOOP
+        EXECUTE v_knn INTO v_docs, v_seen, v_cos
+          USING v_x.embedding, v_x.seen_at, v_window, v_x.doc_id,
+                (s ->> 'semantic_neighbours')::integer, (s ->> 'semantic_rerank')::integer;
+        INSERT INTO dedup_rb_near
+        SELECT v_x.doc_id, v_x.seen_at, n.doc_id, n.seen_at, n.cos FROM unnest(v_docs, v_seen, v_cos) n(doc_id, seen_at, cos);
+    END LOOP;
+    v_docs := ARRAY(SELECT n.doc_id FROM dedup_rb_near n UNION SELECT n.other_id FROM dedup_rb_near n);
+    CREATE TEMP TABLE dedup_rb_vdocs ON COMMIT DROP AS
+    SELECT d.doc_id, d.seen_at, d.content_sha1, d.title, d.body, d.source FROM documents d
+     WHERE d.doc_id = ANY (v_docs) AND d.seen_at >= v_from;
+    RETURN QUERY EXECUTE format($q$
+        WITH near AS (
+            SELECT * FROM dedup_rb_near  -- Citus: searched above
+        ), pairs AS (
+            -- the later document of each pair is the one checked
+            SELECT DISTINCT ON (a_id, b_id) a_id, a_seen, b_id, b_seen, cos
+              FROM (SELECT CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.doc_id ELSE n.other_id END AS a_id,
+                           CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.seen_at ELSE n.other_seen_at END AS a_seen,
+                           CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.other_id ELSE n.doc_id END AS b_id,
+                           CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.other_seen_at ELSE n.seen_at END AS b_seen,
+                           n.cos
+                      FROM near n) o
+             WHERE a_seen >= $4 AND b_seen >= $1
+        ), judged AS (
+            SELECT p.*, a.content_sha1 AS a_sha1, b.content_sha1 AS b_sha1,
+                   coalesce(src.content_type, $5 ->> 'content_type') AS ct,
+                   concat_ws(E'\n', a.title, a.body) AS a_text, concat_ws(E'\n', b.title, b.body) AS b_text
+              FROM pairs p
+              JOIN dedup_rb_vdocs a ON a.doc_id = p.a_id AND a.seen_at = p.a_seen  -- Citus: read above
+              JOIN dedup_rb_vdocs b ON b.doc_id = p.b_id AND b.seen_at = p.b_seen
+              LEFT JOIN dedup_sources src ON src.source = a.source
+        ), thr AS (
+            SELECT j.*,
+                   coalesce(($5 ->> 'semantic_duplicate')::double precision,
+                            ($6::jsonb -> j.ct ->> 'duplicate')::double precision) AS dup,
+                   coalesce(($5 ->> 'semantic_review')::double precision,
+                            ($6::jsonb -> j.ct ->> 'review')::double precision,
+                            ($6::jsonb -> j.ct ->> 'duplicate')::double precision) AS review
+              FROM judged j
+             WHERE NOT dedup_pair_whitelisted(j.a_sha1, j.b_sha1)
+               AND NOT EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = j.a_sha1)
+        )
+        SELECT t.a_id, t.a_seen, t.b_id, t.b_seen,
+               CASE WHEN t.cos >= t.dup
+                     AND dedup_number_overlap(dedup_numbers(t.a_text), dedup_numbers(t.b_text))
+                         >= ($5 ->> 'semantic_min_number_overlap')::double precision
+                    THEN 'duplicate' ELSE 'review' END,
+               'semantic', t.cos::double precision, NULL::integer,
+               jsonb_build_object('model', $7::text, 'content_type', t.ct, 'semantic_duplicate', t.dup,
+                                  'semantic_review', t.review,
+                                  'semantic_min_number_overlap', $5 -> 'semantic_min_number_overlap',
+                                  'window_days', $5 -> 'window_days')
+          FROM thr t
+         WHERE t.cos >= t.review
+        $q$)
+    USING v_from, v_window, (s ->> 'semantic_neighbours')::integer, coalesce(p_since, '-infinity'),
+          s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
 END $$;
