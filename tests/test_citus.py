@@ -424,6 +424,65 @@ def test_rebuild_of_a_bulk_loaded_corpus_same_as_one_node(citus_dsn, dsn, sina, 
     assert sum(json.loads(again.stdout)["duplicates"].values()) == 0
 
 
+def test_refingerprint_then_rebuild_same_as_one_node(citus_dsn, dsn, sina):
+    """test_rebuild's refingerprint case on the cluster and on a single node:
+    a marker that made 20 copies distinct becomes noise; refingerprint
+    (interrupted after a batch, resumed) rewrites the stored fingerprints as
+    ingest would, and the rebuild that follows finds the 20 exact duplicates:
+    the same fingerprints, digests, report and candidates on both."""
+    from test_rebuild import T0, Interrupted, _expected, _stored, corpus
+
+    from dedup_pg import rebuild as rb
+
+    docs = corpus(sina, n=250)[:250]
+    marked = [
+        {**d, "id": d["id"] + "-m", "body": d["body"].replace("。", "。【示例网】", 1),
+         "seen_at": (T0 + timedelta(days=3, minutes=i)).isoformat()}
+        for i, d in enumerate(docs[:20])
+    ]  # fmt: skip
+
+    def stop(done: int, total: int, changed: int) -> None:
+        raise Interrupted
+
+    out = {}
+    for name, target in (("cluster", citus_dsn), ("one node", dsn)):
+        allow_backfill(target)
+        with Deduper(target) as dd:
+            list(dd.ingest_many(docs))
+            dd.ingest_batch(marked, {"window_days": 1})
+            dd.set_setting("noise_patterns", [*dd.options.noise_patterns, "【示例网】", "的"])
+            assert _stored(dd) != _expected(dd)
+            with pytest.raises(Interrupted):
+                rb.refingerprint(dd.conn, options=dd.options, batch_size=100, progress=stop)
+            result = rb.refingerprint(dd.conn, options=dd.options, batch_size=100)
+            assert result.resumed
+            names = dict(dd.conn.execute("SELECT doc_id, external_id FROM documents").fetchall())
+            stored = _stored(dd)
+            assert stored == _expected(dd)
+            digests = sorted(
+                (bytes(sha1), names.get(doc_id))
+                for sha1, doc_id in dd.conn.execute(
+                    "SELECT content_sha1, doc_id FROM document_digests"
+                ).fetchall()
+            )
+            report = rb.rebuild(dd.conn, options=dd.options)
+            names = dict(dd.conn.execute("SELECT doc_id, external_id FROM documents").fetchall())
+            rows = dd.conn.execute(
+                "SELECT external_id, layer, status, matched_doc_id FROM duplicate_candidates"
+            ).fetchall()
+            out[name] = (
+                (result.done, result.changed, result.total),
+                {names.get(d, d): v for d, v in stored.items()},
+                digests,
+                dict(report.duplicates),
+                sorted((r[0], r[1], r[2], names.get(r[3])) for r in rows),
+            )
+    assert out["cluster"] == out["one node"]
+    assert out["cluster"][3].get("exact") == len(marked)
+    for m, d in zip(marked, docs, strict=False):
+        assert (m["id"], "exact", "auto", d["id"]) in out["cluster"][4]
+
+
 def test_a_single_node_database_moves_onto_the_cluster(citus_cluster, citus_dsn, dsn, sina):
     """DISTRIBUTION.md's steps for an operator: init --citus on the
     coordinator, the partitions of the days held, then the single node's data

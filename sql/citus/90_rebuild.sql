@@ -356,3 +356,122 @@ BEGIN
     USING v_from, v_window, (s ->> 'semantic_neighbours')::integer, coalesce(p_since, '-infinity'),
           s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
 END $$;
+
+-- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 6243c9ccd3f87806
+-- Citus: the single-node statements join the batch's temporary table with
+-- documents, document_clauses and the band and digest tables (INSERT ...
+-- JOIN documents, DELETE ... USING documents, UPDATE ... FROM, a correlated
+-- NOT EXISTS in ON CONFLICT): "complex joins are only supported when all
+-- distributed tables are co-located and joined on their distribution
+-- columns". Here the batch's stored rows are read by doc_id into temporary
+-- tables first and compared there; the writes go by doc_id lists (a doc_id
+-- is one document: the (doc_id, seen_at) pairs of the single-node form), the
+-- document and digest rows one router statement each.
+CREATE OR REPLACE FUNCTION dedup_refingerprint(p_items jsonb)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_lo timestamptz;
+    v_hi timestamptz;
+    v_changed integer;
+    v_ids bigint[];
+    v_row record;  -- not r: the statements alias dedup_refp r
+    v_gdoc bigint;
+    v_gseen timestamptz;
+    v_n integer;
+BEGIN
+    CREATE TEMP TABLE IF NOT EXISTS dedup_refp (
+        doc_id bigint, seen_at timestamptz, sha1 bytea, title_sha1 bytea, simhash bigint,
+        length integer, clauses bigint[], norm_version smallint, minhash integer[], facts text[],
+        old_sha1 bytea, old_minhash integer[], old_simhash bigint) ON COMMIT DROP;
+    TRUNCATE dedup_refp;
+    INSERT INTO dedup_refp
+    SELECT x.doc_id, x.seen_at, decode(x.sha1, 'hex'), decode(x.title_sha1, 'hex'), x.simhash,
+           x.length, ARRAY(SELECT DISTINCT h FROM unnest(x.clauses) h ORDER BY 1), x.norm_version,
+           x.minhash, x.facts, NULL, NULL, NULL
+      FROM jsonb_to_recordset(p_items) AS x(doc_id bigint, seen_at timestamptz, sha1 text,
+                                            title_sha1 text, simhash bigint, length integer,
+                                            clauses bigint[], norm_version smallint,
+                                            minhash integer[], facts text[]);
+    SELECT min(seen_at), max(seen_at), array_agg(doc_id) INTO v_lo, v_hi, v_ids FROM dedup_refp;
+    -- Citus: the batch's stored rows and clause sets, by doc_id
+    DROP TABLE IF EXISTS dedup_refp_d, dedup_refp_c;
+    CREATE TEMP TABLE dedup_refp_d ON COMMIT DROP AS
+    SELECT d.doc_id, d.seen_at, d.content_sha1, d.title_sha1, d.simhash, d.text_length, d.norm_version,
+           d.minhash, d.facts
+      FROM documents d WHERE d.doc_id = ANY (v_ids) AND d.seen_at BETWEEN v_lo AND v_hi;
+    CREATE TEMP TABLE dedup_refp_c ON COMMIT DROP AS
+    SELECT c.doc_id, c.seen_at, array_agg(c.clause_hash ORDER BY c.clause_hash) AS clauses
+      FROM document_clauses c
+     WHERE c.doc_id = ANY (v_ids) AND c.seen_at BETWEEN v_lo AND v_hi
+     GROUP BY c.doc_id, c.seen_at;
+    -- the single-node INSERT's join: items whose document is gone are dropped
+    DELETE FROM dedup_refp r
+     WHERE NOT EXISTS (SELECT 1 FROM dedup_refp_d d WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at);
+    UPDATE dedup_refp r SET old_sha1 = d.content_sha1, old_minhash = d.minhash, old_simhash = d.simhash
+      FROM dedup_refp_d d WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at;
+    -- unchanged: same document fields and the same clause set
+    DELETE FROM dedup_refp r
+     USING dedup_refp_d d
+     WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at
+       AND d.content_sha1 = r.sha1 AND d.title_sha1 IS NOT DISTINCT FROM r.title_sha1
+       AND d.simhash = r.simhash AND d.text_length = r.length AND d.norm_version = r.norm_version
+       AND d.minhash IS NOT DISTINCT FROM r.minhash AND d.facts IS NOT DISTINCT FROM r.facts
+       AND r.clauses = coalesce((SELECT c.clauses FROM dedup_refp_c c
+                                  WHERE c.doc_id = r.doc_id AND c.seen_at = r.seen_at), '{}');
+    SELECT count(*) INTO v_changed FROM dedup_refp;
+    IF v_changed = 0 THEN
+        RETURN 0;
+    END IF;
+    v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r);
+    DELETE FROM document_clauses c
+     WHERE c.seen_at BETWEEN v_lo AND v_hi AND c.doc_id = ANY (v_ids);
+    INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
+    SELECT h, r.doc_id, r.seen_at FROM dedup_refp r, unnest(r.clauses) h;
+    -- the MinHash bands follow the signature (as dedup_store_document writes them)
+    v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r WHERE r.minhash IS DISTINCT FROM r.old_minhash);
+    DELETE FROM document_minhash_bands b
+     WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = ANY (v_ids);
+    INSERT INTO document_minhash_bands (band_key, doc_id, seen_at)
+    SELECT DISTINCT k, r.doc_id, r.seen_at
+      FROM dedup_refp r, unnest(dedup_minhash_bands(r.minhash)) k
+     WHERE r.minhash IS DISTINCT FROM r.old_minhash;
+    -- and the SimHash bands the simhash
+    v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r WHERE r.simhash IS DISTINCT FROM r.old_simhash);
+    DELETE FROM document_simhash_bands b
+     WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = ANY (v_ids);
+    INSERT INTO document_simhash_bands (band_key, simhash, doc_id, seen_at)
+    SELECT k, r.simhash, r.doc_id, r.seen_at
+      FROM dedup_refp r, unnest(dedup_simhash_band_keys(r.simhash)) k
+     WHERE r.simhash IS DISTINCT FROM r.old_simhash;
+    FOR v_row IN SELECT * FROM dedup_refp LOOP
+        UPDATE documents d
+           SET content_sha1 = v_row.sha1, title_sha1 = v_row.title_sha1, simhash = v_row.simhash,
+               text_length = v_row.length, clause_count = cardinality(v_row.clauses), norm_version = v_row.norm_version,
+               minhash = v_row.minhash, facts = v_row.facts
+         WHERE d.doc_id = v_row.doc_id AND d.seen_at = v_row.seen_at;
+        -- the exact layer: the old digest goes with the old text
+        IF v_row.old_sha1 <> v_row.sha1 THEN
+            DELETE FROM document_digests g WHERE g.content_sha1 = v_row.old_sha1 AND g.doc_id = v_row.doc_id;
+        END IF;
+    END LOOP;
+    -- the new one is claimed unless a later (or still existing) document
+    -- holds it. Two documents may now share a text: the rebuild's exact
+    -- layer decides.
+    FOR v_row IN SELECT DISTINCT ON (r.sha1) r.sha1, r.doc_id, r.seen_at
+               FROM dedup_refp r ORDER BY r.sha1, r.seen_at DESC, r.doc_id DESC LOOP
+        INSERT INTO document_digests (content_sha1, doc_id, seen_at) VALUES (v_row.sha1, v_row.doc_id, v_row.seen_at)
+        ON CONFLICT (content_sha1) DO NOTHING;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        IF v_n = 0 THEN
+            SELECT g.doc_id, g.seen_at INTO v_gdoc, v_gseen
+              FROM document_digests g WHERE g.content_sha1 = v_row.sha1 FOR UPDATE;
+            IF v_gseen < v_row.seen_at
+               OR NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = v_gdoc AND d.seen_at = v_gseen) THEN
+                UPDATE document_digests g SET doc_id = v_row.doc_id, seen_at = v_row.seen_at
+                 WHERE g.content_sha1 = v_row.sha1;
+            END IF;
+        END IF;
+    END LOOP;
+    RETURN v_changed;
+END $$;
