@@ -409,6 +409,7 @@ def test_rebuild_of_a_bulk_loaded_corpus_same_as_one_node(citus_dsn, dsn, sina, 
         report.pop("seconds", None)
     assert reports["cluster"] == reports["one node"]
     assert sum(reports["cluster"]["duplicates"].values()) >= 85
+    assert reports["cluster"]["reviews"] and reports["cluster"]["rounds"] >= 2  # reviews, demotions
     sightings = (
         "SELECT verdict, layer, count(*) FROM document_sightings GROUP BY 1, 2 ORDER BY 1, 2"
     )
