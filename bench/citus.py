@@ -49,7 +49,15 @@ from common import (
     pct,
     read_jsonl,
 )
-from quality import COPY_TYPES, MAKERS, TEMPLATE_SUFFIX, Clock, distinct_pool, wrap_in_template
+from quality import (
+    COPY_TYPES,
+    MAKERS,
+    TEMPLATE_SUFFIX,
+    Clock,
+    distinct_pool,
+    make_lead_rewrite,
+    wrap_in_template,
+)
 
 from dedup_pg import Deduper, database
 from dedup_pg.deduper import DEFAULT_BATCH_SIZE
@@ -97,7 +105,11 @@ def stream(originals: int, negatives: int, copies: int, seed: int) -> list[tuple
         sample = trng.sample(chosen[:originals], min(copies, originals))
         items = []
         for a in sample:
-            title, body = MAKERS[kind](by_id[a["id"]], trng)
+            if kind == "lead_rewrite":  # as quality.py: the new lead is another original's
+                donor = trng.choice([d for d in chosen[:originals] if d["id"] != a["id"]])
+                title, body = make_lead_rewrite(by_id[a["id"]], trng, donor)
+            else:
+                title, body = MAKERS[kind](by_id[a["id"]], trng)
             items.append(
                 {
                     "id": f"{a['id']}~{kind}",
