@@ -207,35 +207,84 @@ def check_server(conn: psycopg.Connection) -> None:
         raise DatabaseError(f"pgvector >= 0.7 is required, the server has {row[0]}")
 
 
+def is_citus(conn: psycopg.Connection) -> bool:
+    """Is the database a Citus coordinator (the citus extension created in it)?"""
+    return conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'").fetchone() is not None
+
+
 def migrate(dsn: str, revision: str = "head") -> None:
     """Bring the schema up to ``revision`` with Alembic (the only way it changes).
 
     A database already at this package's head is only checked: Alembic and
     SQLAlchemy are not imported (their import and Alembic's check cost ~0.6 s of
     CPU at the start of every command: a one-document ``dedup-pg ingest`` took
-    1.76 CPU s, now 1.17)."""
-    if revision == "head":
-        with connect(dsn, autocommit=True) as conn:
-            check_server(conn)
-            if _revision(conn) == shipped_head():
-                return
-    _alembic(dsn, "upgrade", revision)
+    1.76 CPU s, now 1.17).
+
+    A database with the citus extension is a Citus coordinator: an empty one is
+    built distributed from the schema (``create_schema(citus=True)``), since the
+    revisions would create plain tables; one at the head revision is left as it
+    is. Upgrading a distributed database through revisions is not supported
+    (the revisions carry single-node definitions): see DISTRIBUTION.md."""
+    with connect(dsn, autocommit=True) as conn:
+        check_server(conn)
+        current = _revision(conn)
+        if revision == "head" and current == shipped_head():
+            return
+        citus = is_citus(conn)
+    if not citus:
+        _alembic(dsn, "upgrade", revision)
+        return
+    if current is None and revision == "head":
+        create_schema(dsn, citus=True)
+    else:
+        raise DatabaseError(
+            f"this Citus database is at revision {current}, the package's head is "
+            f"{shipped_head()}: revisions are single-node; see DISTRIBUTION.md "
+            "(moving a database onto a cluster)"
+        )
 
 
-def create_schema(dsn: str) -> None:
+def create_schema(dsn: str, *, citus: bool = False) -> None:
     """Build the schema in an empty database from ``sql/schema/`` (the current
     definition of every object) and stamp it at the head revision: what
     ``migrate`` would make of it, without replaying every revision. Later
-    revisions upgrade it through Alembic as usual."""
+    revisions upgrade it through Alembic as usual. With ``citus`` the database
+    must be a Citus coordinator with its workers added: the tables are then
+    distributed as ``sql/citus/`` says."""
     from . import schema
 
     with connect(dsn, autocommit=True) as conn:
         check_server(conn)
         if current_revision(dsn) is not None:
             raise DatabaseError("create_schema needs an empty database; migrate() upgrades one")
-        with conn.transaction():
-            conn.execute(schema.schema_sql())
+        if citus:
+            check_citus(conn)
+        schema.create_schema(conn, citus=citus)
     _alembic(dsn, "stamp", "head")
+
+
+#: the oldest Citus the distributed schema was run on (tests/test_citus.py)
+CITUS_MIN_VERSION = (14, 0)
+
+
+def check_citus(conn: psycopg.Connection) -> None:
+    """Refuse a database that is not a usable Citus coordinator, saying why."""
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'citus'").fetchone()
+    if row is None:
+        raise DatabaseError(
+            "--citus: the citus extension is not created in this database "
+            "(CREATE EXTENSION citus on the coordinator and every worker)"
+        )
+    version = tuple(int(x) for x in row[0].split("-")[0].split(".")[:2])
+    if version < CITUS_MIN_VERSION:
+        raise DatabaseError(
+            f"Citus >= {'.'.join(map(str, CITUS_MIN_VERSION))} is required, the database has {row[0]}"
+        )
+    workers = conn.execute("SELECT count(*) FROM citus_get_active_worker_nodes()").fetchone()
+    if not workers or workers[0] == 0:
+        raise DatabaseError(
+            "--citus: the coordinator has no active workers (SELECT citus_add_node(host, port))"
+        )
 
 
 def downgrade(dsn: str, revision: str) -> None:

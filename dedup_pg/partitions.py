@@ -22,6 +22,7 @@ from datetime import date, datetime, timedelta, timezone
 import psycopg
 from psycopg import sql
 
+from . import database
 from .sqlfiles import queries
 
 TABLES = (
@@ -76,19 +77,26 @@ def drop_older_than(
             "use an older cutoff, lower window_days, or force"
         )
     cutoff = (today or datetime.now(timezone.utc).date()) - timedelta(days)
+    # Citus refuses DETACH ... CONCURRENTLY ("currently unsupported"): there the
+    # detach is a plain one, on every shard in one distributed transaction,
+    # which blocks ingest into the table for the moment it takes
+    detach = (
+        "ALTER TABLE {} DETACH PARTITION {}"
+        if database.is_citus(conn)
+        else "ALTER TABLE {} DETACH PARTITION {} CONCURRENTLY"
+    )
     dropped = []
     for part in sorted(list_partitions(conn), key=lambda p: (p.day, p.table)):
         if part.last_day >= cutoff:
             continue
         conn.execute("SET lock_timeout = '10s'")
-        conn.execute(
-            sql.SQL("ALTER TABLE {} DETACH PARTITION {} CONCURRENTLY").format(
-                sql.Identifier(part.table), sql.Identifier(part.name)
-            )
-        )
+        conn.execute(sql.SQL(detach).format(sql.Identifier(part.table), sql.Identifier(part.name)))
         conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(part.name)))
         dropped.append(part.name)
     # every day before the cutoff is gone now: so are their documents' digests
     # (one statement, one scan; a digest taken over since is younger and stays)
-    conn.execute(queries()["drop_old_digests"], {"cutoff": cutoff})
+    # (the cutoff as a UTC midnight, not a date: a date compared with seen_at is
+    # cast in the session's time zone, a STABLE cast Citus refuses in a DELETE)
+    midnight = datetime.combine(cutoff, datetime.min.time(), tzinfo=timezone.utc)
+    conn.execute(queries()["drop_old_digests"], {"cutoff": midnight})
     return dropped

@@ -379,11 +379,27 @@ def schema_sql() -> str:
     return "\n".join(p.read_text(encoding="utf-8") for p in schema_files())
 
 
-def create_schema(conn: Any) -> None:
+def citus_files() -> list[Path]:
+    """``sql/citus/*.sql``: how a Citus cluster distributes the schema, and the
+    complete definitions of the functions whose single-node form Citus cannot
+    plan (applied after ``sql/schema/``, by number)."""
+    return sorted(_sql_dir("citus").glob("*.sql"))
+
+
+def citus_objects() -> dict[str, Definition]:
+    """The objects ``sql/citus/`` (re)defines."""
+    return replay(_file_statements(citus_files()))
+
+
+def create_schema(conn: Any, *, citus: bool = False) -> None:
     """Build the schema in an empty database from ``sql/schema/`` (one
-    transaction; the caller stamps the Alembic revision)."""
+    transaction; the caller stamps the Alembic revision); with ``citus``, then
+    distribute it (``sql/citus/``) on the coordinator ``conn`` is connected to."""
     with conn.transaction():
         conn.execute(schema_sql())
+        if citus:
+            for path in citus_files():
+                conn.execute(path.read_text(encoding="utf-8"))
 
 
 # -- the catalog, for comparing databases ---------------------------------------

@@ -374,8 +374,10 @@ SELECT pos, doc_id FROM dedup_rebuild_load(%(items)s);
 -- name: rebuild_protected
 -- Documents a rebuild never demotes: whitelisted texts, and documents a
 -- reviewer kept (restored, dismissed).
+-- (The whitelist as an array, not a correlated EXISTS: Citus cannot join a
+-- distributed table with the coordinator's whitelist directly.)
 SELECT d.doc_id FROM documents d
- WHERE EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = d.content_sha1)
+ WHERE d.content_sha1 = ANY (ARRAY(SELECT w.content_sha1 FROM dedup_whitelist w WHERE w.kind = 'text'))
 UNION
 SELECT c.doc_id FROM duplicate_candidates c
  WHERE c.status IN ('restored', 'dismissed') AND c.doc_id IS NOT NULL;

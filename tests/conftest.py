@@ -114,3 +114,41 @@ def allow_backfill(dsn: str) -> None:
     a backfill, for the seen_at window)."""
     with psycopg.connect(dsn) as conn:
         conn.execute("UPDATE dedup_settings SET value = '0' WHERE name = 'seen_at_past_days'")
+
+
+# -- a Citus cluster (tests/test_citus.py) -------------------------------------
+
+
+@pytest.fixture(scope="session")
+def citus_cluster() -> Iterator[object]:
+    """A coordinator and two workers on 127.0.0.1 (Citus built from
+    ../shared/vendor once per machine: tests/citus_cluster.py), for the session."""
+    import shutil
+    import tempfile
+
+    import citus_cluster as cc
+
+    try:
+        build = cc.ensure_build()
+    except cc.CitusUnavailable as exc:
+        pytest.skip(str(exc))  # a failure in CI (pytest_runtest_makereport)
+    # under /tmp, not pytest's tmp_path: the servers' user must be able to enter it
+    base = Path(tempfile.mkdtemp(prefix="dedup-citus-"))
+    try:
+        with cc.running_cluster(base, build=build) as cluster:
+            yield cluster
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def citus_dsn(citus_cluster) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """A new database on the cluster (every node), distributed by
+    ``dedup-pg init --citus``'s code path, dropped afterwards."""
+    name = f"citus_{uuid.uuid4().hex[:12]}"
+    target = citus_cluster.create_database(name)
+    try:
+        database.create_schema(target, citus=True)
+        yield target
+    finally:
+        citus_cluster.drop_database(name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -12,9 +13,23 @@ from .common import database_options, home_option, open_deduper
 
 
 @click.command()
+@click.option(
+    "--citus",
+    is_flag=True,
+    envvar="DEDUP_PG_CITUS",
+    show_envvar=True,
+    help="The DSN is a Citus coordinator: distribute the schema over its workers "
+    "(also done when the database has the citus extension).",
+)
 @database_options
-def init(dsn: str | None, home: str | None) -> None:
+def init(dsn: str | None, home: str | None, citus: bool) -> None:
     """Create or migrate the database (starting the embedded server if needed)."""
+    if citus:
+        if not (dsn or os.environ.get("DEDUP_PG_DSN")):
+            raise click.ClickException("--citus needs --dsn (the coordinator)")
+        target = database.resolve_dsn(dsn, home)
+        with database.connect(target, autocommit=True) as conn:
+            database.check_citus(conn)
     with open_deduper(dsn, home) as dd:
         revision = database.current_revision(dd.dsn)
         click.echo(f"database ready at revision {revision}: {_redact(dd.dsn)}")

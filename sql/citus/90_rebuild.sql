@@ -1,0 +1,477 @@
+-- dedup-pg on Citus: the rebuild's functions (sql/schema/90_rebuild.sql)
+-- that Citus cannot plan as they are, each with the error that forced it. The
+-- logic and the results are the single-node functions'; tests/test_citus.py
+-- compares a rebuild on the cluster with one on a single node. Above each
+-- function, the checksum of the single-node definition it was made from
+-- (tests/test_citus_schema.py).
+--
+-- A rebuild reads the window's fingerprints into temporary tables on the
+-- coordinator (as on a single node): on a cluster it runs on the coordinator,
+-- it does not scale out.
+
+-- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 1cf0c32efc68fab8
+CREATE OR REPLACE FUNCTION dedup_rebuild_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
+RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
+               verdict text, layer text, score double precision, distance integer, thresholds jsonb)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    s jsonb := dedup_effective_settings(NULL, p_overrides);
+    v_window interval := make_interval(days => (s ->> 'window_days')::integer);
+    v_from timestamptz;
+    v_since timestamptz := coalesce(p_since, '-infinity');
+    v_radius integer;
+    -- as dedup_ingest resolves them
+    v_mh_dup double precision := (s ->> 'minhash_threshold')::double precision;
+    v_mh_review double precision := least((s ->> 'minhash_threshold')::double precision,
+                                          (s ->> 'minhash_review_threshold')::double precision);
+    v_facts_share double precision := (s ->> 'facts_disagreement_share')::double precision;
+    v_facts_added double precision := (s ->> 'facts_added_share')::double precision;
+    v_ids bigint[];  -- Citus: the pairs' documents
+BEGIN
+    IF v_window = interval '0' THEN
+        v_window := interval '100000 days';  -- all history
+    END IF;
+    v_from := CASE WHEN p_since IS NULL THEN '-infinity' ELSE p_since - v_window END;
+    v_radius := (SELECT max(x.review_distance) / 4 FROM generate_series(0, 20) k,
+                        LATERAL dedup_simhash_distances(k * 100, s) x);
+
+    DROP TABLE IF EXISTS dedup_rb_docs, dedup_rb_clauses, dedup_rb_pairs, dedup_rb_sig;
+    CREATE TEMP TABLE dedup_rb_docs ON COMMIT DROP AS
+    SELECT d.doc_id, d.seen_at, d.content_sha1, d.simhash, d.simhash_band0 AS b0, d.simhash_band1 AS b1,
+           d.simhash_band2 AS b2, d.simhash_band3 AS b3, d.text_length, d.clause_count,
+           x.duplicate_distance AS dup_dist, x.review_distance, 0 AS n_boiler
+      FROM documents d, LATERAL dedup_simhash_distances(d.text_length, s) x
+     WHERE d.seen_at >= v_from;
+    CREATE INDEX ON dedup_rb_docs (doc_id);
+    ANALYZE dedup_rb_docs;
+
+    -- clause holders within the window either side, the document itself not counted
+    CREATE TEMP TABLE dedup_rb_clauses ON COMMIT DROP AS
+    SELECT c.clause_hash, c.doc_id, c.seen_at,
+           count(*) OVER (PARTITION BY c.clause_hash ORDER BY c.seen_at
+                          RANGE BETWEEN v_window PRECEDING AND v_window FOLLOWING) - 1 AS holders
+      FROM document_clauses c
+     WHERE c.seen_at >= v_from;
+    UPDATE dedup_rb_docs d SET n_boiler = b.n
+      FROM (SELECT c.doc_id, count(*) AS n FROM dedup_rb_clauses c
+             WHERE c.holders >= (s ->> 'containment_boilerplate_docs')::integer GROUP BY c.doc_id) b
+     WHERE d.doc_id = b.doc_id;
+    DELETE FROM dedup_rb_clauses c WHERE c.holders >= (s ->> 'containment_boilerplate_docs')::integer;
+    ANALYZE dedup_rb_clauses;
+
+    -- pairs (a later than b) from equal texts, SimHash bands (radius 1 when
+    -- the review distance needs it: within 7 bits some band differs by at
+    -- most one), shared useful clauses and shared MinHash bands
+    CREATE TEMP TABLE dedup_rb_pairs ON COMMIT DROP AS
+    WITH band_pairs AS (
+        SELECT a.doc_id AS a_id, b.doc_id AS b_id
+          FROM dedup_rb_docs a, unnest(dedup_band_neighbours(a.b0, v_radius)) v
+          JOIN dedup_rb_docs b ON b.b0 = v
+        UNION
+        SELECT a.doc_id, b.doc_id
+          FROM dedup_rb_docs a, unnest(dedup_band_neighbours(a.b1, v_radius)) v
+          JOIN dedup_rb_docs b ON b.b1 = v
+        UNION
+        SELECT a.doc_id, b.doc_id
+          FROM dedup_rb_docs a, unnest(dedup_band_neighbours(a.b2, v_radius)) v
+          JOIN dedup_rb_docs b ON b.b2 = v
+        UNION
+        SELECT a.doc_id, b.doc_id
+          FROM dedup_rb_docs a, unnest(dedup_band_neighbours(a.b3, v_radius)) v
+          JOIN dedup_rb_docs b ON b.b3 = v
+    ), clause_pairs AS (
+        SELECT a.doc_id AS a_id, b.doc_id AS b_id, count(*) AS shared
+          FROM dedup_rb_clauses a
+          JOIN document_clauses b ON b.clause_hash = a.clause_hash
+                                 AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
+                                 AND b.seen_at >= v_from
+         WHERE (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
+         GROUP BY 1, 2
+    ), exact_pairs AS (
+        -- every earlier copy within the window: streaming compares with the
+        -- copy still kept, which may be any of them
+        SELECT a.doc_id AS a_id, b.doc_id AS b_id
+          FROM dedup_rb_docs a
+          JOIN dedup_rb_docs b ON b.content_sha1 = a.content_sha1
+                              AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
+                              AND (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
+    ), minhash_pairs AS (
+        -- texts sharing a MinHash band value: the MinHash layer's candidates
+        -- (a pair that shares none is not compared, as in streaming)
+        SELECT DISTINCT a.doc_id AS a_id, b.doc_id AS b_id
+          FROM document_minhash_bands a
+          JOIN document_minhash_bands b ON b.band_key = a.band_key
+                                       AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
+                                       AND b.seen_at >= v_from
+         WHERE v_mh_dup IS NOT NULL AND a.seen_at >= v_since
+           AND (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
+    )
+    SELECT a.doc_id AS a_id, a.seen_at AS a_seen, b.doc_id AS b_id, b.seen_at AS b_seen,
+           a.content_sha1 = b.content_sha1 AS exact,
+           bit_count((a.simhash # b.simhash)::bit(64))::integer AS dist,
+           coalesce(cp.shared, 0)::integer AS shared,
+           a.clause_count - a.n_boiler AS n_item, b.clause_count - a.n_boiler AS stored_n,
+           a.dup_dist, a.review_distance, a.content_sha1 AS a_sha1, b.content_sha1 AS b_sha1,
+           mp.a_id IS NOT NULL AS mh_band
+      FROM (SELECT a_id, b_id FROM band_pairs
+            UNION SELECT a_id, b_id FROM clause_pairs WHERE shared >= 2
+            UNION SELECT a_id, b_id FROM exact_pairs
+            UNION SELECT a_id, b_id FROM minhash_pairs) p
+      JOIN dedup_rb_docs a ON a.doc_id = p.a_id
+      JOIN dedup_rb_docs b ON b.doc_id = p.b_id
+      LEFT JOIN clause_pairs cp ON cp.a_id = p.a_id AND cp.b_id = p.b_id
+      LEFT JOIN minhash_pairs mp ON mp.a_id = p.a_id AND mp.b_id = p.b_id
+     WHERE (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
+       AND a.seen_at - b.seen_at <= v_window
+       AND a.seen_at >= v_since;
+    DELETE FROM dedup_rb_pairs p
+     WHERE p.a_sha1 <> p.b_sha1 AND dedup_pair_whitelisted(p.a_sha1, p.b_sha1);
+    DELETE FROM dedup_rb_pairs p
+     WHERE EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = p.a_sha1);
+
+    -- Signatures and facts are read from documents for the rows that need
+    -- them only (dedup_rb_docs, which holds every document, stays small).
+    -- Citus: fetched first, in one statement pruned by doc_id, into a
+    -- temporary table: the single-node correlated subqueries on documents
+    -- in the query below fail ("direct joins between distributed and local
+    -- tables are not supported": dedup_rb_pairs is a temporary table)
+    v_ids := ARRAY(SELECT p.a_id FROM dedup_rb_pairs p UNION SELECT p.b_id FROM dedup_rb_pairs p);
+    CREATE TEMP TABLE dedup_rb_sig ON COMMIT DROP AS
+    SELECT d.doc_id, d.seen_at, d.minhash, d.facts, d.body FROM documents d
+     WHERE d.doc_id = ANY (v_ids) AND d.seen_at >= v_from;
+    CREATE INDEX ON dedup_rb_sig (doc_id);
+    ANALYZE dedup_rb_sig;
+    RETURN QUERY
+    WITH ev AS (
+        SELECT p.*,
+               CASE WHEN p.mh_band AND NOT p.exact THEN
+                   (SELECT dedup_minhash_similarity(db.minhash, da.minhash)
+                      FROM dedup_rb_sig da, dedup_rb_sig db  -- Citus: dedup_rb_sig
+                     WHERE da.doc_id = p.a_id AND da.seen_at = p.a_seen
+                       AND db.doc_id = p.b_id AND db.seen_at = p.b_seen) END AS mh_sim,
+               p.shared::double precision / nullif(least(p.n_item, greatest(p.stored_n, p.shared)), 0) AS ratio,
+               p.shared::double precision / nullif(p.n_item, 0) AS incoming_share,
+               jsonb_build_object(
+                   'simhash_distance', p.dup_dist, 'simhash_review_distance', p.review_distance,
+                   'containment_threshold', s -> 'containment_threshold',
+                   'containment_review_threshold', s -> 'containment_review_threshold',
+                   'containment_incoming_share', s -> 'containment_incoming_share',
+                   'minhash_threshold', v_mh_dup,
+                   'minhash_review_threshold', v_mh_review,
+                   'facts_disagreement_share', v_facts_share,
+                   'facts_added_share', v_facts_added,
+                   'window_days', s -> 'window_days') AS t
+          FROM dedup_rb_pairs p
+    ), judged AS (
+        -- exact
+        SELECT e.a_id, e.a_seen, e.b_id, e.b_seen, 'duplicate' AS j_verdict, 'exact' AS j_layer,
+               1.0::double precision AS j_score, 0 AS j_distance, e.t AS j_t
+          FROM ev e WHERE e.exact
+        UNION ALL
+        -- SimHash: within the duplicate distance, and long texts share some clauses
+        SELECT e.a_id, e.a_seen, e.b_id, e.b_seen,
+               CASE WHEN e.dist <= e.dup_dist
+                     AND NOT (e.n_item >= 5 AND e.stored_n >= 5
+                              AND e.shared < (s ->> 'simhash_min_clause_overlap')::double precision
+                                             * least(e.n_item, e.stored_n))
+                    THEN 'duplicate' ELSE 'review' END,
+               'simhash', (1.0 - e.dist / 64.0)::double precision, e.dist, e.t
+          FROM ev e WHERE NOT e.exact AND e.dist <= e.review_distance
+        UNION ALL
+        -- containment
+        SELECT e.a_id, e.a_seen, e.b_id, e.b_seen,
+               CASE WHEN e.ratio >= (s ->> 'containment_threshold')::double precision
+                     AND e.incoming_share >= (s ->> 'containment_incoming_share')::double precision
+                    THEN 'duplicate'
+                    WHEN e.ratio >= (s ->> 'containment_threshold')::double precision
+                     AND e.shared = e.stored_n AND e.stored_n >= 2
+                    THEN 'lead'
+                    -- the review band, but a copied body under a rewritten lead
+                    WHEN dedup_copied_body(
+                             (SELECT d.body FROM dedup_rb_sig d WHERE d.doc_id = e.a_id AND d.seen_at = e.a_seen),
+                             (SELECT d.body FROM dedup_rb_sig d WHERE d.doc_id = e.b_id AND d.seen_at = e.b_seen),
+                             e.shared, e.n_item, e.stored_n, s)
+                    THEN 'duplicate'
+                    ELSE 'review' END,
+               'containment', least(e.ratio, 1.0), NULL::integer,
+               -- the lead rule needs how many of the earlier text's clauses count
+               e.t || jsonb_build_object('lead_n', e.stored_n)
+          FROM ev e
+         WHERE NOT e.exact AND e.n_item >= 2 AND e.shared >= 2
+           AND e.shared >= least((s ->> 'containment_min_shared')::integer, e.n_item,
+                                 greatest(e.stored_n, e.shared))
+           AND e.ratio >= least((s ->> 'containment_review_threshold')::double precision,
+                                (s ->> 'containment_threshold')::double precision)
+        UNION ALL
+        -- MinHash: estimated 5-gram Jaccard of texts sharing a band
+        SELECT e.a_id, e.a_seen, e.b_id, e.b_seen,
+               CASE WHEN e.mh_sim >= v_mh_dup THEN 'duplicate' ELSE 'review' END,
+               'minhash', e.mh_sim, NULL::integer, e.t
+          FROM ev e
+         WHERE NOT e.exact AND v_mh_dup IS NOT NULL AND e.mh_sim >= v_mh_review
+    ), with_facts AS (
+        -- the facts and bodies of both texts of a near-duplicate match, and
+        -- the clauses they share (dedup_facts_verdict's copied-body rule)
+        SELECT j.*, da.facts AS a_facts, db.facts AS b_facts, da.body AS a_body, db.body AS b_body,
+               p.shared, p.n_item, p.stored_n
+          FROM judged j
+          JOIN dedup_rb_sig da ON da.doc_id = j.a_id AND da.seen_at = j.a_seen  -- Citus: dedup_rb_sig
+          JOIN dedup_rb_sig db ON db.doc_id = j.b_id AND db.seen_at = j.b_seen
+          JOIN dedup_rb_pairs p ON p.a_id = j.a_id AND p.b_id = j.b_id
+         WHERE j.j_verdict IN ('duplicate', 'lead') AND j.j_layer <> 'exact' AND v_facts_share IS NOT NULL
+    ), checked AS (
+        -- the fact check (the later text's facts first, as dedup_ingest passes
+        -- the incoming text's): two stories, or else the later text adds many
+        -- facts (the caller checks the lead clauses: that rule does not apply
+        -- when the later text opens with the earlier one's clauses)
+        SELECT f.a_id, f.a_seen, f.b_id, f.b_seen, f.j_verdict, f.j_layer, f.j_score, f.j_distance, f.j_t,
+               x.v IS NOT DISTINCT FROM 'differ' AS both_sides, x.v IS NOT DISTINCT FROM 'added' AS added
+          FROM with_facts f,
+               LATERAL (SELECT dedup_facts_verdict(f.a_facts, f.b_facts, v_facts_share, v_facts_added,
+                                                   f.a_body, f.b_body, f.shared, f.n_item, f.stored_n, s)
+                                 AS v) x
+        UNION ALL
+        SELECT j.*, false, false
+          FROM judged j
+         WHERE NOT (j.j_verdict IN ('duplicate', 'lead') AND j.j_layer <> 'exact' AND v_facts_share IS NOT NULL)
+    )
+    SELECT c.a_id, c.a_seen, c.b_id, c.b_seen,
+           CASE WHEN c.both_sides AND c.j_verdict = 'duplicate' THEN 'review' ELSE c.j_verdict END,
+           c.j_layer, c.j_score, c.j_distance,
+           CASE WHEN c.both_sides THEN c.j_t || jsonb_build_object('facts_disagree', true)
+                WHEN c.added THEN c.j_t || jsonb_build_object('facts_added', true)
+                ELSE c.j_t END
+      FROM checked c;
+END $$;
+
+-- from sql/schema/90_rebuild.sql dedup_rebuild_vector_pairs: sha256 d903838ee5ed8d08
+CREATE OR REPLACE FUNCTION dedup_rebuild_vector_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
+RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
+               verdict text, layer text, score double precision, distance integer, thresholds jsonb)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    s jsonb := dedup_effective_settings(NULL, p_overrides);
+    v_model embedding_models;
+    v_window interval := make_interval(days => (s ->> 'window_days')::integer);
+    v_from timestamptz;
+    -- Citus: the nearest neighbours of one document at a time
+    v_x record;
+    v_knn text;
+    v_docs bigint[]; v_seen timestamptz[]; v_cos double precision[];
+BEGIN
+    SELECT * INTO v_model FROM embedding_models m WHERE m.status = 'active';
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF v_window = interval '0' THEN
+        v_window := interval '100000 days';
+    END IF;
+    v_from := CASE WHEN p_since IS NULL THEN '-infinity' ELSE p_since - v_window END;
+    -- Citus: SET LOCAL with citus.propagate_set_commands = 'local', so that
+    -- the workers' index scans use it too: set_config() is not propagated
+    -- (the shards' searches ran with pgvector's default ef_search, 40)
+    PERFORM set_config('citus.propagate_set_commands', 'local', true);
+    EXECUTE format('SET LOCAL hnsw.ef_search = %s', dedup_model_ef_search(v_model, s));
+    BEGIN
+        EXECUTE 'SET LOCAL hnsw.iterative_scan = relaxed_order';  -- Citus: SET LOCAL, propagated
+    EXCEPTION WHEN OTHERS THEN
+        NULL;
+    END;
+    -- Citus: the single-node statement's CROSS JOIN LATERAL (the model's
+    -- nearest-neighbour search for every stored vector) cannot be planned
+    -- ("complex joins are only supported when all distributed tables are
+    -- co-located and joined on their distribution columns"): the vectors are
+    -- read into a temporary table, and each one's search (the same statement,
+    -- dedup_model_knn_sql, each shard's index, merged here) runs on its own.
+    -- The documents of the pairs are then read by doc_id, and the pairs judged
+    -- here as on one node.
+    DROP TABLE IF EXISTS dedup_rb_vx, dedup_rb_near, dedup_rb_vdocs;
+    CREATE TEMP TABLE dedup_rb_vx ON COMMIT DROP AS
+    SELECT x.doc_id, x.seen_at, x.embedding FROM document_embeddings x
+     WHERE x.model_id = v_model.model_id AND x.seen_at >= v_from;
+    CREATE TEMP TABLE dedup_rb_near (doc_id bigint, seen_at timestamptz, other_id bigint,
+                                     other_seen_at timestamptz, cos double precision) ON COMMIT DROP;
+    v_knn := format('SELECT array_agg(n.doc_id), array_agg(n.seen_at), array_agg(n.cos) FROM (%s) n',
+                    dedup_model_knn_sql(v_model.model_id, '$1',
+                                        'e.seen_at BETWEEN $2 - $3 AND $2 + $3 AND e.doc_id <> $4',
+                                        '$5', '$6'));
+    FOR v_x IN SELECT * FROM dedup_rb_vx LOOP
+        EXECUTE v_knn INTO v_docs, v_seen, v_cos
+          USING v_x.embedding, v_x.seen_at, v_window, v_x.doc_id,
+                (s ->> 'semantic_neighbours')::integer, (s ->> 'semantic_rerank')::integer;
+        INSERT INTO dedup_rb_near
+        SELECT v_x.doc_id, v_x.seen_at, n.doc_id, n.seen_at, n.cos FROM unnest(v_docs, v_seen, v_cos) n(doc_id, seen_at, cos);
+    END LOOP;
+    v_docs := ARRAY(SELECT n.doc_id FROM dedup_rb_near n UNION SELECT n.other_id FROM dedup_rb_near n);
+    CREATE TEMP TABLE dedup_rb_vdocs ON COMMIT DROP AS
+    SELECT d.doc_id, d.seen_at, d.content_sha1, d.title, d.body, d.source FROM documents d
+     WHERE d.doc_id = ANY (v_docs) AND d.seen_at >= v_from;
+    RETURN QUERY EXECUTE format($q$
+        WITH near AS (
+            SELECT * FROM dedup_rb_near  -- Citus: searched above
+        ), pairs AS (
+            -- the later document of each pair is the one checked
+            SELECT DISTINCT ON (a_id, b_id) a_id, a_seen, b_id, b_seen, cos
+              FROM (SELECT CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.doc_id ELSE n.other_id END AS a_id,
+                           CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.seen_at ELSE n.other_seen_at END AS a_seen,
+                           CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.other_id ELSE n.doc_id END AS b_id,
+                           CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.other_seen_at ELSE n.seen_at END AS b_seen,
+                           n.cos
+                      FROM near n) o
+             WHERE a_seen >= $4 AND b_seen >= $1
+        ), judged AS (
+            SELECT p.*, a.content_sha1 AS a_sha1, b.content_sha1 AS b_sha1,
+                   coalesce(src.content_type, $5 ->> 'content_type') AS ct,
+                   concat_ws(E'\n', a.title, a.body) AS a_text, concat_ws(E'\n', b.title, b.body) AS b_text
+              FROM pairs p
+              JOIN dedup_rb_vdocs a ON a.doc_id = p.a_id AND a.seen_at = p.a_seen  -- Citus: read above
+              JOIN dedup_rb_vdocs b ON b.doc_id = p.b_id AND b.seen_at = p.b_seen
+              LEFT JOIN dedup_sources src ON src.source = a.source
+        ), thr AS (
+            SELECT j.*,
+                   coalesce(($5 ->> 'semantic_duplicate')::double precision,
+                            ($6::jsonb -> j.ct ->> 'duplicate')::double precision) AS dup,
+                   coalesce(($5 ->> 'semantic_review')::double precision,
+                            ($6::jsonb -> j.ct ->> 'review')::double precision,
+                            ($6::jsonb -> j.ct ->> 'duplicate')::double precision) AS review
+              FROM judged j
+             WHERE NOT dedup_pair_whitelisted(j.a_sha1, j.b_sha1)
+               AND NOT EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = j.a_sha1)
+        )
+        SELECT t.a_id, t.a_seen, t.b_id, t.b_seen,
+               CASE WHEN t.cos >= t.dup
+                     AND dedup_number_overlap(dedup_numbers(t.a_text), dedup_numbers(t.b_text))
+                         >= ($5 ->> 'semantic_min_number_overlap')::double precision
+                    THEN 'duplicate' ELSE 'review' END,
+               'semantic', t.cos::double precision, NULL::integer,
+               jsonb_build_object('model', $7::text, 'content_type', t.ct, 'semantic_duplicate', t.dup,
+                                  'semantic_review', t.review,
+                                  'semantic_min_number_overlap', $5 -> 'semantic_min_number_overlap',
+                                  'window_days', $5 -> 'window_days')
+          FROM thr t
+         WHERE t.cos >= t.review
+        $q$)
+    USING v_from, v_window, (s ->> 'semantic_neighbours')::integer, coalesce(p_since, '-infinity'),
+          s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
+END $$;
+
+-- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 6243c9ccd3f87806
+-- Citus: the single-node statements join the batch's temporary table with
+-- documents, document_clauses and the band and digest tables (INSERT ...
+-- JOIN documents, DELETE ... USING documents, UPDATE ... FROM, a correlated
+-- NOT EXISTS in ON CONFLICT): "complex joins are only supported when all
+-- distributed tables are co-located and joined on their distribution
+-- columns". Here the batch's stored rows are read by doc_id into temporary
+-- tables first and compared there; the writes go by doc_id lists (a doc_id
+-- is one document: the (doc_id, seen_at) pairs of the single-node form), the
+-- document and digest rows one router statement each.
+CREATE OR REPLACE FUNCTION dedup_refingerprint(p_items jsonb)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_lo timestamptz;
+    v_hi timestamptz;
+    v_changed integer;
+    v_ids bigint[];
+    v_row record;  -- not r: the statements alias dedup_refp r
+    v_gdoc bigint;
+    v_gseen timestamptz;
+    v_n integer;
+BEGIN
+    CREATE TEMP TABLE IF NOT EXISTS dedup_refp (
+        doc_id bigint, seen_at timestamptz, sha1 bytea, title_sha1 bytea, simhash bigint,
+        length integer, clauses bigint[], norm_version smallint, minhash integer[], facts text[],
+        old_sha1 bytea, old_minhash integer[], old_simhash bigint) ON COMMIT DROP;
+    TRUNCATE dedup_refp;
+    INSERT INTO dedup_refp
+    SELECT x.doc_id, x.seen_at, decode(x.sha1, 'hex'), decode(x.title_sha1, 'hex'), x.simhash,
+           x.length, ARRAY(SELECT DISTINCT h FROM unnest(x.clauses) h ORDER BY 1), x.norm_version,
+           x.minhash, x.facts, NULL, NULL, NULL
+      FROM jsonb_to_recordset(p_items) AS x(doc_id bigint, seen_at timestamptz, sha1 text,
+                                            title_sha1 text, simhash bigint, length integer,
+                                            clauses bigint[], norm_version smallint,
+                                            minhash integer[], facts text[]);
+    SELECT min(seen_at), max(seen_at), array_agg(doc_id) INTO v_lo, v_hi, v_ids FROM dedup_refp;
+    -- Citus: the batch's stored rows and clause sets, by doc_id
+    DROP TABLE IF EXISTS dedup_refp_d, dedup_refp_c;
+    CREATE TEMP TABLE dedup_refp_d ON COMMIT DROP AS
+    SELECT d.doc_id, d.seen_at, d.content_sha1, d.title_sha1, d.simhash, d.text_length, d.norm_version,
+           d.minhash, d.facts
+      FROM documents d WHERE d.doc_id = ANY (v_ids) AND d.seen_at BETWEEN v_lo AND v_hi;
+    CREATE TEMP TABLE dedup_refp_c ON COMMIT DROP AS
+    SELECT c.doc_id, c.seen_at, array_agg(c.clause_hash ORDER BY c.clause_hash) AS clauses
+      FROM document_clauses c
+     WHERE c.doc_id = ANY (v_ids) AND c.seen_at BETWEEN v_lo AND v_hi
+     GROUP BY c.doc_id, c.seen_at;
+    -- the single-node INSERT's join: items whose document is gone are dropped
+    DELETE FROM dedup_refp r
+     WHERE NOT EXISTS (SELECT 1 FROM dedup_refp_d d WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at);
+    UPDATE dedup_refp r SET old_sha1 = d.content_sha1, old_minhash = d.minhash, old_simhash = d.simhash
+      FROM dedup_refp_d d WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at;
+    -- unchanged: same document fields and the same clause set
+    DELETE FROM dedup_refp r
+     USING dedup_refp_d d
+     WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at
+       AND d.content_sha1 = r.sha1 AND d.title_sha1 IS NOT DISTINCT FROM r.title_sha1
+       AND d.simhash = r.simhash AND d.text_length = r.length AND d.norm_version = r.norm_version
+       AND d.minhash IS NOT DISTINCT FROM r.minhash AND d.facts IS NOT DISTINCT FROM r.facts
+       AND r.clauses = coalesce((SELECT c.clauses FROM dedup_refp_c c
+                                  WHERE c.doc_id = r.doc_id AND c.seen_at = r.seen_at), '{}');
+    SELECT count(*) INTO v_changed FROM dedup_refp;
+    IF v_changed = 0 THEN
+        RETURN 0;
+    END IF;
+    v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r);
+    DELETE FROM document_clauses c
+     WHERE c.seen_at BETWEEN v_lo AND v_hi AND c.doc_id = ANY (v_ids);
+    INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
+    SELECT h, r.doc_id, r.seen_at FROM dedup_refp r, unnest(r.clauses) h;
+    -- the MinHash bands follow the signature (as dedup_store_document writes them)
+    v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r WHERE r.minhash IS DISTINCT FROM r.old_minhash);
+    DELETE FROM document_minhash_bands b
+     WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = ANY (v_ids);
+    INSERT INTO document_minhash_bands (band_key, doc_id, seen_at)
+    SELECT DISTINCT k, r.doc_id, r.seen_at
+      FROM dedup_refp r, unnest(dedup_minhash_bands(r.minhash)) k
+     WHERE r.minhash IS DISTINCT FROM r.old_minhash;
+    -- and the SimHash bands the simhash
+    v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r WHERE r.simhash IS DISTINCT FROM r.old_simhash);
+    DELETE FROM document_simhash_bands b
+     WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = ANY (v_ids);
+    INSERT INTO document_simhash_bands (band_key, simhash, doc_id, seen_at)
+    SELECT k, r.simhash, r.doc_id, r.seen_at
+      FROM dedup_refp r, unnest(dedup_simhash_band_keys(r.simhash)) k
+     WHERE r.simhash IS DISTINCT FROM r.old_simhash;
+    FOR v_row IN SELECT * FROM dedup_refp LOOP
+        UPDATE documents d
+           SET content_sha1 = v_row.sha1, title_sha1 = v_row.title_sha1, simhash = v_row.simhash,
+               text_length = v_row.length, clause_count = cardinality(v_row.clauses), norm_version = v_row.norm_version,
+               minhash = v_row.minhash, facts = v_row.facts
+         WHERE d.doc_id = v_row.doc_id AND d.seen_at = v_row.seen_at;
+        -- the exact layer: the old digest goes with the old text
+        IF v_row.old_sha1 <> v_row.sha1 THEN
+            DELETE FROM document_digests g WHERE g.content_sha1 = v_row.old_sha1 AND g.doc_id = v_row.doc_id;
+        END IF;
+    END LOOP;
+    -- the new one is claimed unless a later (or still existing) document
+    -- holds it. Two documents may now share a text: the rebuild's exact
+    -- layer decides.
+    FOR v_row IN SELECT DISTINCT ON (r.sha1) r.sha1, r.doc_id, r.seen_at
+               FROM dedup_refp r ORDER BY r.sha1, r.seen_at DESC, r.doc_id DESC LOOP
+        INSERT INTO document_digests (content_sha1, doc_id, seen_at) VALUES (v_row.sha1, v_row.doc_id, v_row.seen_at)
+        ON CONFLICT (content_sha1) DO NOTHING;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        IF v_n = 0 THEN
+            SELECT g.doc_id, g.seen_at INTO v_gdoc, v_gseen
+              FROM document_digests g WHERE g.content_sha1 = v_row.sha1 FOR UPDATE;
+            IF v_gseen < v_row.seen_at
+               OR NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = v_gdoc AND d.seen_at = v_gseen) THEN
+                UPDATE document_digests g SET doc_id = v_row.doc_id, seen_at = v_row.seen_at
+                 WHERE g.content_sha1 = v_row.sha1;
+            END IF;
+        END IF;
+    END LOOP;
+    RETURN v_changed;
+END $$;
