@@ -435,9 +435,9 @@ def test_auto_workers_start_processes_for_more_than_one_batch(dd, sina, monkeypa
     started = []
 
     class Pool(concurrent.futures.ProcessPoolExecutor):
-        def __init__(self, workers):
+        def __init__(self, workers, **kwargs):
             started.append(workers)
-            super().__init__(workers)
+            super().__init__(workers, **kwargs)
 
     monkeypatch.setattr(deduper.concurrent.futures, "ProcessPoolExecutor", Pool)
     monkeypatch.setattr(deduper, "default_workers", lambda: 1)
