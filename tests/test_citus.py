@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 from psycopg.types.json import Jsonb
-from test_concurrency import WRITERS, _race
+from test_concurrency import WRITERS, _race, near_same_writers
 
 from dedup_pg import Deduper, database, partitions, semantic
 from dedup_pg.cli import main as cli
@@ -175,17 +175,7 @@ def test_same_text_from_parallel_writers_gives_one_new_document(citus_dsn, sina)
 
 
 def test_near_same_text_from_parallel_writers_gives_one_new_document(citus_dsn, sina):
-    article = sina[10]
-    banners = [
-        "\n版权声明:本文由甲网原创",
-        "\n(来源:乙报 编辑:丙)",
-        "\n欢迎关注丁网官方微博获取更多资讯",
-        "",
-    ]
-    docs = [
-        [{"id": f"w{w}", "title": article["title"], "body": article["body"] + banners[w]}]
-        for w in range(WRITERS)
-    ]
+    docs = near_same_writers(sina[10])
     out = _race(citus_dsn, docs)
     assert sorted(v[1] for v in out) == ["duplicate"] * (WRITERS - 1) + ["new"], out
     with psycopg.connect(citus_dsn) as conn:

@@ -19,6 +19,21 @@ def _writer(dsn, docs, barrier, results):
             results.put((v.id, v.verdict, v.layer, v.matched_doc_id))
 
 
+def near_same_writers(article):
+    """One batch per writer: the same article, each with another banner line
+    (one without): SimHash-near, never byte-identical."""
+    banners = [
+        "\n版权声明:本文由甲网原创",
+        "\n(来源:乙报 编辑:丙)",
+        "\n欢迎关注丁网官方微博获取更多资讯",
+        "",
+    ]
+    return [
+        [{"id": f"w{w}", "title": article["title"], "body": article["body"] + banners[w]}]
+        for w in range(WRITERS)
+    ]
+
+
 def _race(dsn, docs_per_writer):
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(len(docs_per_writer))
@@ -53,17 +68,7 @@ def test_same_text_from_parallel_writers_gives_one_new_document(dsn, sina):
 
 @pytest.mark.slow
 def test_near_same_text_from_parallel_writers_gives_one_new_document(dsn, sina):
-    article = sina[10]
-    banners = [
-        "\n版权声明:本文由甲网原创",
-        "\n(来源:乙报 编辑:丙)",
-        "\n欢迎关注丁网官方微博获取更多资讯",
-        "",
-    ]
-    docs = [
-        [{"id": f"w{w}", "title": article["title"], "body": article["body"] + banners[w]}]
-        for w in range(WRITERS)
-    ]
+    docs = near_same_writers(sina[10])
     out = _race(dsn, docs)
     assert sorted(v[1] for v in out) == ["duplicate"] * (WRITERS - 1) + ["new"], out
     new_doc = next(v for v in out if v[1] == "new")
