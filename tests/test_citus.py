@@ -28,7 +28,7 @@ DISTRIBUTED = {
     "document_digests": "content_sha1",
     "document_clauses": "clause_hash",
     "document_simhash_bands": "band_key",
-    "document_minhash_bands": "band_key",
+    "document_minhash_bands": "doc_id",
     "document_sightings": "sighting_id",
     "duplicate_candidates": "candidate_id",
     "document_embeddings": "doc_id",

@@ -21,7 +21,6 @@ SELECT create_distributed_table('document_digests', 'content_sha1', colocate_wit
 -- at most k shards
 SELECT create_distributed_table('document_clauses', 'clause_hash', colocate_with => 'none');
 SELECT create_distributed_table('document_simhash_bands', 'band_key', colocate_with => 'none');
-SELECT create_distributed_table('document_minhash_bands', 'band_key', colocate_with => 'none');
 -- by their own ids (the first column of their keys): the review verbs lock a
 -- candidate by candidate_id (a router FOR UPDATE) and move sightings to
 -- another doc_id (an UPDATE Citus allows only off the distribution column)
@@ -37,6 +36,11 @@ SELECT create_distributed_table('duplicate_candidates', 'candidate_id', colocate
 -- (dedup_pg.semantic), which the key only double-checked.
 ALTER TABLE document_embeddings DROP CONSTRAINT document_embeddings_model_id_fkey;
 SELECT create_distributed_table('document_embeddings', 'doc_id', colocate_with => 'documents');
+-- The MinHash bands are one row a document (32 values under a GIN index), so
+-- by doc_id beside their documents: a probe asks every shard's index once (4
+-- shards: 4 index scans, where 32 band values by value read up to 32 shards),
+-- and the candidates' signatures are on the same node.
+SELECT create_distributed_table('document_minhash_bands', 'doc_id', colocate_with => 'documents');
 
 -- Everything else stays a plain table on the coordinator, where dedup_ingest
 -- runs: the settings, sources, whitelist, templates, audit trail, review log,

@@ -96,7 +96,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 4d734b796240cd8e
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 fd966e648c9ce641
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -491,11 +491,11 @@ BEGIN
         -- Catches what changes a word in most clauses: synonyms, reworded leads.
         IF verdict IS NULL AND m_doc_id IS NULL AND it.minhash IS NOT NULL AND v_mh_dup IS NOT NULL THEN
             v_mh_bands := dedup_minhash_bands(it.minhash);  -- stored with the item below
-            -- Citus: the band holders first (the bands' shards), then their
+            -- Citus: the band holders first (every shard's GIN index), then their
             -- documents by doc_id (theirs), ranked and whitelist-checked here
             SELECT array_agg(b.doc_id), array_agg(b.seen_at) INTO v_mh_docs, v_mh_seen
-              FROM (SELECT DISTINCT b.doc_id, b.seen_at FROM document_minhash_bands b
-                     WHERE b.band_key = ANY (v_mh_bands) AND b.seen_at BETWEEN v_lo AND v_hi) b;
+              FROM (SELECT b.doc_id, b.seen_at FROM document_minhash_bands b
+                     WHERE b.band_keys && v_mh_bands AND b.seen_at BETWEEN v_lo AND v_hi) b;
             SELECT array_agg(d.doc_id), array_agg(d.seen_at), array_agg(d.external_id),
                    array_agg(d.content_sha1), array_agg(dedup_minhash_similarity(d.minhash, it.minhash))
               INTO v_f_docs, v_f_seen, v_f_ext, v_f_sha1, v_f_sim

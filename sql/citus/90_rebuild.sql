@@ -9,7 +9,7 @@
 -- coordinator (as on a single node): on a cluster it runs on the coordinator,
 -- it does not scale out.
 
--- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 1cf0c32efc68fab8
+-- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 3f03e4ffdd3c39e4
 CREATE OR REPLACE FUNCTION dedup_rebuild_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
                verdict text, layer text, score double precision, distance integer, thresholds jsonb)
@@ -36,7 +36,7 @@ BEGIN
     v_radius := (SELECT max(x.review_distance) / 4 FROM generate_series(0, 20) k,
                         LATERAL dedup_simhash_distances(k * 100, s) x);
 
-    DROP TABLE IF EXISTS dedup_rb_docs, dedup_rb_clauses, dedup_rb_pairs, dedup_rb_sig;
+    DROP TABLE IF EXISTS dedup_rb_docs, dedup_rb_clauses, dedup_rb_pairs, dedup_rb_sig, dedup_rb_mh;
     CREATE TEMP TABLE dedup_rb_docs ON COMMIT DROP AS
     SELECT d.doc_id, d.seen_at, d.content_sha1, d.simhash, d.simhash_band0 AS b0, d.simhash_band1 AS b1,
            d.simhash_band2 AS b2, d.simhash_band3 AS b3, d.text_length, d.clause_count,
@@ -59,6 +59,15 @@ BEGIN
      WHERE d.doc_id = b.doc_id;
     DELETE FROM dedup_rb_clauses c WHERE c.holders >= (s ->> 'containment_boilerplate_docs')::integer;
     ANALYZE dedup_rb_clauses;
+
+    -- Citus: the window's MinHash band values, one row a value, on the
+    -- coordinator (the table is distributed by doc_id; the self-join on a band
+    -- value is not on the distribution column)
+    CREATE TEMP TABLE dedup_rb_mh ON COMMIT DROP AS
+    SELECT m.doc_id, m.seen_at, unnest(m.band_keys) AS band_key
+      FROM document_minhash_bands m
+     WHERE v_mh_dup IS NOT NULL AND m.seen_at >= v_from;
+    ANALYZE dedup_rb_mh;
 
     -- pairs (a later than b) from equal texts, SimHash bands (radius 1 when
     -- the review distance needs it: within 7 bits some band differs by at
@@ -100,10 +109,9 @@ BEGIN
         -- texts sharing a MinHash band value: the MinHash layer's candidates
         -- (a pair that shares none is not compared, as in streaming)
         SELECT DISTINCT a.doc_id AS a_id, b.doc_id AS b_id
-          FROM document_minhash_bands a
-          JOIN document_minhash_bands b ON b.band_key = a.band_key
-                                       AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
-                                       AND b.seen_at >= v_from
+          FROM dedup_rb_mh a  -- Citus: the band values read into dedup_rb_mh
+          JOIN dedup_rb_mh b ON b.band_key = a.band_key
+                            AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
          WHERE v_mh_dup IS NOT NULL AND a.seen_at >= v_since
            AND (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
     )
@@ -357,7 +365,7 @@ BEGIN
           s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
 END $$;
 
--- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 6243c9ccd3f87806
+-- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 7a40cb92ca5059ed
 -- Citus: the single-node statements join the batch's temporary table with
 -- documents, document_clauses and the band and digest tables (INSERT ...
 -- JOIN documents, DELETE ... USING documents, UPDATE ... FROM, a correlated
@@ -432,10 +440,10 @@ BEGIN
     v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r WHERE r.minhash IS DISTINCT FROM r.old_minhash);
     DELETE FROM document_minhash_bands b
      WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = ANY (v_ids);
-    INSERT INTO document_minhash_bands (band_key, doc_id, seen_at)
-    SELECT DISTINCT k, r.doc_id, r.seen_at
-      FROM dedup_refp r, unnest(dedup_minhash_bands(r.minhash)) k
-     WHERE r.minhash IS DISTINCT FROM r.old_minhash;
+    INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys)
+    SELECT r.doc_id, r.seen_at, dedup_minhash_bands(r.minhash)
+      FROM dedup_refp r
+     WHERE r.minhash IS DISTINCT FROM r.old_minhash AND cardinality(dedup_minhash_bands(r.minhash)) > 0;
     -- and the SimHash bands the simhash
     v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r WHERE r.simhash IS DISTINCT FROM r.old_simhash);
     DELETE FROM document_simhash_bands b

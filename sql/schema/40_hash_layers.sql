@@ -3,9 +3,10 @@
 -- (document_digests, 20_tables.sql), SimHash, clause containment, MinHash; a
 -- near-duplicate match is then fact-checked.
 --
--- The lookup tables are partitioned by ISO week (30_partitions.sql says why),
--- and each one's key index carries seen_at and doc_id (and the SimHash), so a
--- probe reads the index alone. Their doc_id indexes are BRIN: rows go in in
+-- The lookup tables are partitioned by ISO week (30_partitions.sql says why).
+-- The clause and SimHash indexes carry seen_at and doc_id (and the SimHash), so
+-- a probe reads the index alone; the MinHash bands are one row a document
+-- under a GIN index (its candidates' documents are read anyway). Their doc_id indexes are BRIN: rows go in in
 -- doc_id order, so a BRIN index finds a document's rows for a few hundred kB
 -- per 20M rows (measured: 285 -> 6 ms per lookup at 1M documents) where a
 -- btree would cost ~25 bytes a row.
@@ -45,19 +46,27 @@ COMMENT ON TABLE document_simhash_bands IS
 
 -- MinHash: a signature of 128 minimums over the text's character 5-grams
 -- (computed in Python, dedup_pg/minhash.py) is stored with the document
--- (documents.minhash) and cut into 32 bands of 4 values, one row per band
--- value here: two texts sharing a band value are compared on the whole
--- signature (estimated Jaccard). It finds what changes a word in most clauses:
--- synonym rewrites, reworded leads.
+-- (documents.minhash) and cut into 32 bands of 4 values (dedup_minhash_bands);
+-- the 32 band values of a document are one row here, under a GIN index: two
+-- texts sharing a band value are compared on the whole signature (estimated
+-- Jaccard). It finds what changes a word in most clauses: synonym rewrites,
+-- reworded leads.
+-- One row a document, not one a band: a row a band cost its 52 bytes of heap
+-- and ~52 of btree for each of the 32 values (3,298 bytes a document on
+-- sina2018, bench/bytes.py); the array and its GIN entries cost ~1,650. The
+-- probe's candidates are looked up in documents anyway (for their signature),
+-- so the index-only scan the btree allowed saved nothing. fastupdate off: a
+-- pending list would be scanned by every probe.
 CREATE TABLE document_minhash_bands (
-    band_key bigint NOT NULL,
-    doc_id   bigint NOT NULL,
-    seen_at  timestamptz NOT NULL
+    doc_id    bigint NOT NULL,
+    seen_at   timestamptz NOT NULL,
+    band_keys bigint[] NOT NULL
 ) PARTITION BY RANGE (seen_at);
-CREATE INDEX document_minhash_bands_key_idx ON document_minhash_bands (band_key) INCLUDE (seen_at, doc_id);
+CREATE INDEX document_minhash_bands_keys_idx ON document_minhash_bands
+    USING gin (band_keys) WITH (fastupdate = off);
 CREATE INDEX document_minhash_bands_doc_id_idx ON document_minhash_bands USING brin (doc_id);
 COMMENT ON TABLE document_minhash_bands IS
-    'MinHash band values of stored documents (32 per document with a signature): the MinHash layer''s candidate lookup; partitioned by ISO week';
+    'MinHash band values of stored documents (one row a document with a signature: its 32 band keys, dedup_minhash_bands, under a GIN index): the MinHash layer''s candidate lookup; partitioned by ISO week';
 
 -- All band values within p_radius bits of p_band (radius 0 or 1; 2 is allowed
 -- but costs 137 probes a band).

@@ -24,8 +24,8 @@ LANGUAGE sql AS $$
             p_item.minhash, p_item.facts);
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
     SELECT DISTINCT h, p_doc_id, p_item.seen_at FROM unnest(p_item.clauses) h;
-    INSERT INTO document_minhash_bands (band_key, doc_id, seen_at)
-    SELECT DISTINCT k, p_doc_id, p_item.seen_at FROM unnest(p_minhash_bands) k;
+    INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys)
+    SELECT p_doc_id, p_item.seen_at, p_minhash_bands WHERE cardinality(p_minhash_bands) > 0;
     INSERT INTO document_simhash_bands (band_key, simhash, doc_id, seen_at)
     SELECT k, p_item.simhash, p_doc_id, p_item.seen_at FROM unnest(dedup_simhash_band_keys(p_item.simhash)) k;
 $$;
@@ -550,8 +550,8 @@ BEGIN
             v_mh_bands := dedup_minhash_bands(it.minhash);  -- stored with the item below
             SELECT c.doc_id, c.seen_at, d.external_id, dedup_minhash_similarity(d.minhash, it.minhash) AS sim
               INTO v_cand
-              FROM (SELECT DISTINCT b.doc_id, b.seen_at FROM document_minhash_bands b
-                     WHERE b.band_key = ANY (v_mh_bands) AND b.seen_at BETWEEN v_lo AND v_hi) c
+              FROM (SELECT b.doc_id, b.seen_at FROM document_minhash_bands b
+                     WHERE b.band_keys && v_mh_bands AND b.seen_at BETWEEN v_lo AND v_hi) c
               JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
                               AND d.seen_at BETWEEN v_lo AND v_hi
              WHERE NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)

@@ -96,10 +96,10 @@ BEGIN
     DELETE FROM document_minhash_bands b USING dedup_refp r
      WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = r.doc_id AND b.seen_at = r.seen_at
        AND r.minhash IS DISTINCT FROM r.old_minhash;
-    INSERT INTO document_minhash_bands (band_key, doc_id, seen_at)
-    SELECT DISTINCT k, r.doc_id, r.seen_at
-      FROM dedup_refp r, unnest(dedup_minhash_bands(r.minhash)) k
-     WHERE r.minhash IS DISTINCT FROM r.old_minhash;
+    INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys)
+    SELECT r.doc_id, r.seen_at, dedup_minhash_bands(r.minhash)
+      FROM dedup_refp r
+     WHERE r.minhash IS DISTINCT FROM r.old_minhash AND cardinality(dedup_minhash_bands(r.minhash)) > 0;
     -- and the SimHash bands the simhash
     DELETE FROM document_simhash_bands b USING dedup_refp r
      WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = r.doc_id AND b.seen_at = r.seen_at
@@ -275,11 +275,12 @@ BEGIN
         -- texts sharing a MinHash band value: the MinHash layer's candidates
         -- (a pair that shares none is not compared, as in streaming)
         SELECT DISTINCT a.doc_id AS a_id, b.doc_id AS b_id
-          FROM document_minhash_bands a
-          JOIN document_minhash_bands b ON b.band_key = a.band_key
-                                       AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
-                                       AND b.seen_at >= v_from
-         WHERE v_mh_dup IS NOT NULL AND a.seen_at >= v_since
+          FROM (SELECT m.doc_id, m.seen_at, unnest(m.band_keys) AS band_key
+                  FROM document_minhash_bands m WHERE m.seen_at >= v_since) a
+          JOIN (SELECT m.doc_id, m.seen_at, unnest(m.band_keys) AS band_key
+                  FROM document_minhash_bands m WHERE m.seen_at >= v_from) b
+            ON b.band_key = a.band_key AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
+         WHERE v_mh_dup IS NOT NULL
            AND (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
     )
     SELECT a.doc_id AS a_id, a.seen_at AS a_seen, b.doc_id AS b_id, b.seen_at AS b_seen,
