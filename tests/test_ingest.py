@@ -194,6 +194,25 @@ def test_document_fields_and_fingerprints_are_stored(dd, sina):
     )
 
 
+def test_lookup_rows_are_the_fingerprints_keys(dd, sina):
+    """What ingest writes to the lookup tables is what the SQL key functions
+    make of the stored fingerprints (the store spells some of them out)."""
+    list(dd.ingest_many([{**_article(sina, 60 + k), "id": f"k{k}"} for k in range(12)]))
+    rows = dd.conn.execute(
+        "SELECT d.doc_id,"
+        " ARRAY(SELECT b.band_key FROM document_simhash_bands b"
+        "        WHERE b.doc_id = d.doc_id AND b.seen_at = d.seen_at ORDER BY 1)"
+        "   = dedup_simhash_band_keys(d.simhash),"
+        " (SELECT m.band_keys FROM document_minhash_bands m"
+        "   WHERE m.doc_id = d.doc_id AND m.seen_at = d.seen_at) = dedup_minhash_bands(d.minhash),"
+        " (SELECT count(*) FROM document_clauses c"
+        "   WHERE c.doc_id = d.doc_id AND c.seen_at = d.seen_at) BETWEEN 1 AND d.clause_count"
+        " FROM documents d"
+    ).fetchall()
+    assert len(rows) == 12
+    assert all(r[1:] == (True, True, True) for r in rows), rows
+
+
 def test_same_title_over_a_different_body_is_new(dd, sina):
     a, b = _article(sina, 60), _article(sina, 61)
     dd.ingest(a)

@@ -65,8 +65,15 @@ LANGUAGE sql AS $$
     SELECT DISTINCT h, p_doc_id, p_item.seen_at FROM unnest(p_item.clauses) h;
     INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys)
     SELECT p_doc_id, p_item.seen_at, p_minhash_bands WHERE cardinality(p_minhash_bands) > 0;
+    -- the four keys of dedup_simhash_band_keys(simhash) spelled out, as the
+    -- probe does (backend CPU on 5,000 sina2018 articles 0.852 -> 0.832 ms a
+    -- document, medians of 3 alternating runs)
     INSERT INTO document_simhash_bands (band_key, simhash, doc_id, seen_at)
-    SELECT k, p_item.simhash, p_doc_id, p_item.seen_at FROM unnest(dedup_simhash_band_keys(p_item.simhash)) k;
+    SELECT k, p_item.simhash, p_doc_id, p_item.seen_at
+      FROM unnest(ARRAY[(p_item.simhash & 65535)::integer,
+                        65536 | ((p_item.simhash >> 16) & 65535)::integer,
+                        131072 | ((p_item.simhash >> 32) & 65535)::integer,
+                        196608 | ((p_item.simhash >> 48) & 65535)::integer]) k;
 $$;
 COMMENT ON FUNCTION dedup_store_document_bands(dedup_item, bigint, bigint[]) IS NULL;
 
