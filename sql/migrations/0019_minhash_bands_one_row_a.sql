@@ -28,9 +28,6 @@ CREATE TABLE document_minhash_bands (
     seen_at   timestamptz NOT NULL,
     band_keys bigint[] NOT NULL
 ) PARTITION BY RANGE (seen_at);
-CREATE INDEX document_minhash_bands_keys_idx ON document_minhash_bands
-    USING gin (band_keys) WITH (fastupdate = off);
-CREATE INDEX document_minhash_bands_doc_id_idx ON document_minhash_bands USING brin (doc_id);
 COMMENT ON TABLE document_minhash_bands IS
     'MinHash band values of stored documents (one row a document with a signature: its 32 band keys, dedup_minhash_bands, under a GIN index): the MinHash layer''s candidate lookup; partitioned by ISO week';
 
@@ -49,6 +46,10 @@ SELECT d.doc_id, d.seen_at, dedup_minhash_bands(d.minhash)
   JOIN documents d ON d.doc_id = k.doc_id AND d.seen_at = k.seen_at
  WHERE cardinality(dedup_minhash_bands(d.minhash)) > 0
  ORDER BY d.doc_id;
+-- the indexes after the rows: built in bulk, not value by value
+CREATE INDEX document_minhash_bands_keys_idx ON document_minhash_bands
+    USING gin (band_keys) WITH (fastupdate = off);
+CREATE INDEX document_minhash_bands_doc_id_idx ON document_minhash_bands USING brin (doc_id);
 
 -- function:dedup_store_document_bands, from sql/schema/60_ingest.sql
 CREATE OR REPLACE FUNCTION dedup_store_document_bands(p_item dedup_item, p_doc_id bigint, p_minhash_bands bigint[])
