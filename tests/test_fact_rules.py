@@ -16,7 +16,6 @@ import psycopg
 import pytest
 
 from dedup_pg import Deduper
-from dedup_pg.facts import disagree
 from dedup_pg.fingerprint import fingerprint
 
 from conftest import allow_backfill, fresh_database
@@ -111,7 +110,10 @@ def test_lead_rewrites_of_tuning_set_articles_are_duplicates(template_dsn, dd, s
         b = lead_rewrite(a, donor, rng)
         fa = fingerprint(a["body"], a["title"], options)
         fb = fingerprint(b["body"], b["title"], options)
-        if disagree(list(fb.facts), list(fa.facts), 0.15, None):
+        (disagree,) = dd.conn.execute(
+            "SELECT dedup_facts_disagree(%s, %s, 0.15, NULL)", [list(fb.facts), list(fa.facts)]
+        ).fetchone()
+        if disagree:
             cases.append((a, b))
         if len(cases) == 4:
             break

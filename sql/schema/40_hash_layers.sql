@@ -146,7 +146,7 @@ $$;
 -- its own): a new text that quotes or appends an old one. A copy that adds a
 -- banner or an ad, or drops paragraphs, differs on one side by a few facts.
 -- Null share or facts: no; null p_added_share: the second rule is off.
--- (dedup_pg.facts.disagree)
+-- (dedup_facts_verdict below applies it; the review page asks that)
 CREATE FUNCTION dedup_facts_disagree(p_a text[], p_b text[], p_share double precision,
                                      p_added_share double precision)
 RETURNS boolean
