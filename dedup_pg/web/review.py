@@ -584,12 +584,34 @@ def install(
                     )
                 )
                 neighbours[direction] = found[0]["candidate_id"] if found else None
+            # the fact check is SQL's (dedup_facts_verdict): the rule ingest and
+            # rebuild apply, not a copy of it
+            checked = c["layer"] in FACT_CHECKED_LAYERS and c["matched_exists"]
+            check = {"verdict": None, "copied_body": None}
+            if checked:
+                check = _rows(
+                    dd.conn.execute(
+                        queries()["review_fact_check"],
+                        {
+                            "source": c["source"],
+                            "thresholds": json.dumps(c["thresholds"] or {}),
+                            "clauses": list(c["clauses"] or []),
+                            "own": c["doc_id"],
+                            "matched": c["matched_doc_id"],
+                            "matched_seen_at": c["matched_seen_at"],
+                            "facts": list(c["facts"] or []),
+                            "matched_facts": list(c["matched_facts"] or []),
+                            "body": c["body"],
+                            "matched_body": c["matched_body"],
+                            "matched_clause_count": c["matched_clause_count"],
+                        },
+                    )
+                )[0]
+        for internal in ("clauses", "matched_clause_count"):
+            c.pop(internal)
         thresholds = c["thresholds"] or {}
         mine, theirs = list(c["facts"] or []), list(c["matched_facts"] or [])
-        # the verdict is SQL's (dedup_facts_verdict, in the review_candidate
-        # query): the rule ingest and rebuild apply, not a copy of it
-        checked = c["layer"] in FACT_CHECKED_LAYERS and c["matched_exists"]
-        verdict = c.pop("fact_verdict")
+        verdict = check["verdict"]
         facts = {
             "incoming_only": [f for f in mine if f not in set(theirs)],
             "matched_only": [f for f in theirs if f not in set(mine)],
@@ -602,7 +624,7 @@ def install(
             "verdict": verdict,
             "disagree": verdict is not None if checked else None,
             "reason": FACT_REASONS[verdict] if checked else None,
-            "copied_body": c.pop("fact_copied_body"),
+            "copied_body": check["copied_body"],
         }
         return {
             "candidate": c,
