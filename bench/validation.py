@@ -295,6 +295,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="NAME=JSON")
     ap.add_argument("--output", type=Path, default=RESULTS)
     ap.add_argument("--examples", type=int, default=12)
+    ap.add_argument(
+        "--only",
+        choices=("tuning", "validation"),
+        help="score one set only (tuning: while choosing a rule, no validation outcome seen)",
+    )
+    ap.add_argument("--no-distinct", action="store_true", help="skip the distinct originals")
     args = ap.parse_args(argv)
     if args.collect:
         return collect(args.collect)
@@ -306,8 +312,10 @@ def main(argv: list[str] | None = None) -> int:
         "tuning": resolve([p for p in tuning_pairs()]),
         "validation": resolve([p for p in validation if p["label"] != "page_code"]),
     }
+    if args.only:
+        sets = {args.only: sets[args.only]}
     page_code = collections.Counter(p["corpus"] for p in validation if p["label"] == "page_code")
-    originals = distinct_originals(args.originals, args.seed)
+    originals = [] if args.no_distinct else distinct_originals(args.originals, args.seed)
     modes = ["off", "gated", "always"] if args.semantic else ["off"]
     embedder = None
     if args.semantic:
@@ -326,9 +334,11 @@ def main(argv: list[str] | None = None) -> int:
             dd = open_deduper(home, f"val_{mode}", mode, changed, embedder)
             results[mode] = {name: score_pairs(dd, pairs) for name, pairs in sets.items()}
             dd.close()
-            dd = open_deduper(home, f"val_{mode}_distinct", mode, changed, embedder)
-            distinct[mode] = score_distinct(dd, originals)
-            dd.close()
+            distinct[mode] = collections.Counter()
+            if originals:
+                dd = open_deduper(home, f"val_{mode}_distinct", mode, changed, embedder)
+                distinct[mode] = score_distinct(dd, originals)
+                dd.close()
             seconds[mode] = time.perf_counter() - started
             print(f"{mode}: {seconds[mode]:.0f} s", file=sys.stderr)
     finally:
@@ -339,17 +349,19 @@ def main(argv: list[str] | None = None) -> int:
     out(
         f"Run {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, `python bench/validation.py"
         + (" --semantic" if args.semantic else "")
+        + (f" --only {args.only}" if args.only else "")
+        + (" --no-distinct" if args.no_distinct else "")
         + "".join(f" --set {x}" for x in args.set)
         + f"`, engine at commit {engine_revision()}; {time.perf_counter() - t0:.0f} s."
     )
     out(
-        f"Data: {DATA} (read in place). Tuning set: {len(sets['tuning'])} sina2018 pairs "
+        f"Data: {DATA} (read in place). Tuning set: {len(sets.get('tuning', []))} sina2018 pairs "
         "(`bench/labels/sina2018_ngram_pairs_*.jsonl`, Jaccard >= 0.5; the rules were chosen "
         f"on them). Validation set: {len(validation)} labelled pairs "
         "(`bench/labels/validation_pairs.jsonl`, README there; never tuned on), "
         f"{sum(page_code.values())} of them page code only and left out ("
         + ", ".join(f"{c} {n}" for c, n in sorted(page_code.items()))
-        + f"): {len(sets['validation'])} scored."
+        + f"): {len(sets.get('validation', []))} scored."
     )
     out(
         "Each pair on its own (A, then B, on an emptied database, default settings"
@@ -387,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     out("| corpus | label | pairs | duplicate | review | new |")
     out("|---|---|---|---|---|---|")
     per = collections.defaultdict(collections.Counter)
-    for p, outcome, _ in results["off"]["validation"]:
+    for p, outcome, _ in results["off"].get("validation", []):
         per[p["corpus"], p["label"]][outcome] += 1
     for (corpus, label), c in sorted(per.items()):
         n = sum(c.values())
@@ -439,6 +451,8 @@ def main(argv: list[str] | None = None) -> int:
     out("Default configuration, validation set:")
     for line in verdict_lines:
         out(line)
+    if not verdict_lines:
+        out("- (validation set not scored: --only tuning)")
 
     out()
     out("## Pairs the default got wrong")

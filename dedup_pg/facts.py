@@ -4,7 +4,9 @@ Two match reports from one live-report template, two admissions brochures of
 one school, two casting items for one film share most of their wording; they
 differ in numbers (scores, codes, dates, amounts), names (players, actors,
 companies) and titles of works. A rewrite or a repost keeps those. So a
-near-duplicate match is verified on the pair's facts: when *each* text holds
+near-duplicate match is verified on the pair's facts (in SQL:
+``dedup_facts_verdict`` in sql/schema/40_hash_layers.sql, which ingest,
+rebuild and the review page ask): when *each* text holds
 facts the other lacks (a share of its own facts, ``facts_disagreement_share``)
 the match goes to review instead of duplicate; so it does when the incoming
 text adds many facts (``facts_added_share``: a commentary that appends a
@@ -67,18 +69,3 @@ def named_facts(text: str, names: list[str]) -> list[str]:
             found.setdefault(number)
     found.update(dict.fromkeys(names))
     return list(found)[:MAX_FACTS]
-
-
-def disagree(a: list[str], b: list[str], share: float, added_share: float | None) -> bool:
-    """Are ``a`` (the incoming text's facts) and ``b`` different stories? Each
-    holds facts the other lacks (at least ``share`` of its own and at least
-    one), or ``a`` adds at least 10 facts and ``added_share`` of its own (a new
-    text quoting an old one; None: not checked). As SQL's
-    ``dedup_facts_disagree``."""
-    only_a = set(a) - set(b)
-    only_b = set(b) - set(a)
-    both_sides = len(only_a) >= max(1.0, share * len(set(a))) and len(only_b) >= max(
-        1.0, share * len(set(b))
-    )
-    added = added_share is not None and len(only_a) >= max(10.0, added_share * len(set(a)))
-    return both_sides or added

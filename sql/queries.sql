@@ -204,17 +204,63 @@ SELECT c.created_at, c.candidate_id FROM duplicate_candidates c WHERE c.candidat
 
 -- name: review_candidate
 -- One candidate with everything the page shows: both texts in full, both
--- sides' metadata and facts, the thresholds it was decided under.
+-- sides' metadata and facts, the thresholds it was decided under (and what
+-- review_fact_check needs: the incoming text's clauses, the matched one's count).
 SELECT c.candidate_id, c.status, c.layer, c.score, c.distance, c.thresholds, c.created_at, c.seen_at,
        c.published_at, c.decided_by, c.decided_at, c.note, c.external_id, c.source, c.url, c.title,
        coalesce(c.body, d.body) AS body, c.body IS NULL AS body_is_matched, c.text_length, c.facts, c.doc_id,
        c.matched_doc_id, c.matched_seen_at, d.doc_id IS NOT NULL AS matched_exists,
        d.external_id AS matched_external_id, d.source AS matched_source, d.url AS matched_url,
        d.title AS matched_title, d.body AS matched_body, d.published_at AS matched_published_at,
-       d.ingested_at AS matched_ingested_at, d.text_length AS matched_text_length, d.facts AS matched_facts
+       d.ingested_at AS matched_ingested_at, d.text_length AS matched_text_length, d.facts AS matched_facts,
+       c.clauses, d.clause_count AS matched_clause_count
   FROM duplicate_candidates c
   LEFT JOIN documents d ON d.doc_id = c.matched_doc_id AND d.seen_at = c.matched_seen_at
  WHERE c.candidate_id = %(id)s;
+
+-- name: review_fact_check
+-- The fact check of a candidate's pair as dedup_ingest makes it: SQL's
+-- dedup_facts_verdict ('differ', 'added' or NULL) and dedup_copied_body, on
+-- review_candidate's row. Its shares are those in force at the decision
+-- (%(thresholds)s); the rules it holds no threshold for
+-- (facts_template_max_chars, facts_template_masked_similarity,
+-- facts_copied_body_share, ...) are the source's settings now. Clauses that
+-- containment_boilerplate_docs stored documents other than the incoming
+-- text's own hold are left out, as ingest does (holders counted up to 1,000);
+-- the lead clauses are not stored, so the added-facts rule is asked as if the
+-- incoming text did not open with the matched one's. Each CTE is one plain
+-- statement (Citus plans them one by one).
+WITH s AS MATERIALIZED (
+    SELECT dedup_effective_settings(%(source)s) || %(thresholds)s::jsonb AS s
+), held AS MATERIALIZED (
+    SELECT r.clause_hash AS h, count(*) AS n
+      FROM (SELECT dc.clause_hash, row_number() OVER (PARTITION BY dc.clause_hash) AS rn
+              FROM document_clauses dc
+             WHERE dc.clause_hash = ANY (%(clauses)s::bigint[])
+               AND dc.doc_id IS DISTINCT FROM %(own)s::bigint) r
+     WHERE r.rn <= 1000
+     GROUP BY r.clause_hash
+), matched AS MATERIALIZED (
+    SELECT dc.clause_hash AS h FROM document_clauses dc
+     WHERE dc.clause_hash = ANY (%(clauses)s::bigint[])
+       AND dc.doc_id = %(matched)s::bigint AND dc.seen_at = %(matched_seen_at)s::timestamptz
+), n AS (
+    SELECT (SELECT count(*) FROM matched m
+             WHERE NOT EXISTS (SELECT 1 FROM held x, s WHERE x.h = m.h
+                                  AND x.n >= (s.s ->> 'containment_boilerplate_docs')::integer))::integer AS shared,
+           (SELECT count(*) FROM held x, s WHERE x.n >= (s.s ->> 'containment_boilerplate_docs')::integer)::integer
+               AS boiler
+)
+SELECT dedup_facts_verdict(%(facts)s::text[], %(matched_facts)s::text[],
+                           (s.s ->> 'facts_disagreement_share')::double precision,
+                           (s.s ->> 'facts_added_share')::double precision,
+                           %(body)s::text, %(matched_body)s::text, n.shared,
+                           cardinality(%(clauses)s::bigint[]) - n.boiler,
+                           %(matched_clause_count)s::integer - n.boiler, s.s) AS verdict,
+       dedup_copied_body(%(body)s::text, %(matched_body)s::text, n.shared,
+                         cardinality(%(clauses)s::bigint[]) - n.boiler,
+                         %(matched_clause_count)s::integer - n.boiler, s.s) AS copied_body
+  FROM s, n;
 
 -- name: review_sightings
 -- The story's sightings, first first: the matched document's and, while it is

@@ -16,7 +16,6 @@ from dedup_pg import Deduper
 from dedup_pg import rebuild as rb
 from dedup_pg.cli import main
 from dedup_pg.deduper import prepare_batch
-from dedup_pg.facts import disagree
 from dedup_pg.fingerprint import fingerprint
 from dedup_pg.simhash import to_signed
 
@@ -351,6 +350,13 @@ def test_a_failed_fact_check_stops_the_hash_layers_as_in_streaming():
     assert joined[3] == minhash_dup
 
 
+def disagree(dd, a, b, share, added) -> bool:
+    """SQL's dedup_facts_disagree (the rule ingest and rebuild apply)."""
+    return dd.conn.execute(
+        "SELECT dedup_facts_disagree(%s, %s, %s, %s)", [list(a), list(b), share, added]
+    ).fetchone()[0]
+
+
 def test_rebuild_applies_the_added_facts_rule_and_its_recrawl_exception(dd, template_dsn, sina):
     """A text that opens with its own paragraphs and then quotes a stored
     article whole adds many facts: another story (review), also when a few of
@@ -376,7 +382,9 @@ def test_rebuild_applies_the_added_facts_rule_and_its_recrawl_exception(dd, temp
             body = f"{f['body'][: pos + 1]}\n{e['body']}"
             fp = fingerprint(body, f["title"], dd.options)
             shared = len(set(fp.lead) & set(fps[e["id"]].clauses))
-            if 0 < 2 * shared < len(fp.lead) and disagree(fp.facts, fps[e["id"]].facts, 0.15, 0.3):
+            if 0 < 2 * shared < len(fp.lead) and disagree(
+                dd, fp.facts, fps[e["id"]].facts, 0.15, 0.3
+            ):
                 early = (e, {"title": f["title"], "body": body})
                 break
     assert early is not None

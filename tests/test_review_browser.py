@@ -97,6 +97,9 @@ def test_queue_candidate_diff_and_restore_by_keyboard(browser, site):
     added = page.locator(".side-R .para.added ins")
     assert added.count() == 1 and "广告" in added.inner_text()
     assert page.locator(".side-L ins").count() == 0
+    # the fact check's answer is SQL's (dedup_facts_verdict): an ad adds no facts on both sides
+    assert page.locator("#fact-verdict").get_attribute("data-verdict") == ""
+    assert page.locator("#fact-verdict").inner_text().startswith("agree")
     # highlighted: an added paragraph has its own background (the stylesheet loaded)
     background = page.locator(".side-R .para.added").evaluate(
         "e => getComputedStyle(e).backgroundColor"

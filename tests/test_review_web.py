@@ -2,13 +2,17 @@
 keyset pages, the candidate page's escaping, decisions, undo, two reviewers,
 CSRF and the token. A real server process on a real database."""
 
+import json
 import re
+from importlib.resources import files
 
 import httpx
 import psycopg
 import pytest
 from review_support import HOSTILE_BODY, HOSTILE_TITLE, login, seed, status
 from test_service import _start
+
+from dedup_pg import Deduper
 
 from conftest import fresh_database
 
@@ -357,3 +361,52 @@ def test_bad_requests_are_told_not_crashed(site):
     assert (
         client.get("/review/static/review.js").headers["content-type"].startswith("text/javascript")
     )
+
+
+def test_the_fact_check_shown_is_the_sql_one(site):
+    """The page asks SQL (dedup_facts_verdict, the rule ingest applies) why a
+    pair's facts differ, and shows that reason: a next-round report of the
+    demo's match report, one score changed (a short templated item whose
+    numbers differ on both sides), goes to review through the fact check, and
+    the page says so; a copy whose facts agree is shown as agreeing."""
+    url, dsn, ids = site
+    demo = {
+        json.loads(line)["id"]: json.loads(line)
+        for line in files("dedup_pg.data").joinpath("demo.jsonl").read_text("utf-8").splitlines()
+        if line.strip()
+    }
+    report = demo["demo-01"]
+    assert "2比1" in report["body"]
+    other = {
+        "id": "demo-01-other-score",
+        "title": report.get("title"),
+        "body": report["body"].replace("2比1", "3比1", 1),
+    }
+    with Deduper(dsn) as dd:
+        v = dd.ingest_batch([other])[0]
+        assert v.verdict == "review" and v.matched_id == "demo-01", v
+        cid = dd.conn.execute(
+            "SELECT candidate_id FROM duplicate_candidates WHERE external_id = %s", [other["id"]]
+        ).fetchone()[0]
+        (sql,) = dd.conn.execute(
+            "SELECT dedup_facts_verdict(c.facts, d.facts, 0.15, 0.3, c.body, d.body, 0, 1, 1,"
+            " dedup_effective_settings(NULL))"
+            " FROM duplicate_candidates c JOIN documents d ON d.doc_id = c.matched_doc_id"
+            " WHERE c.candidate_id = %s",
+            [cid],
+        ).fetchone()
+    assert sql == "differ"
+    client, _ = login(url, "alice")
+    data = client.get(f"/review/api/candidates/{cid}").json()
+    assert data["facts"]["verdict"] == "differ" and data["facts"]["disagree"] is True
+    page = client.get(f"/review/{cid}").text
+    verdict = re.search(r'<b id="fact-verdict" data-verdict="([a-z]*)">([^<]*)</b>', page)
+    assert verdict is not None, page
+    assert verdict.group(1) == "differ"
+    assert verdict.group(2).startswith("differ: two stories on one template")
+    # a copy whose facts agree: the SQL's NULL, shown as agreement
+    agree = client.get(f"/review/{ids['demo-09-repost-ad']}").text
+    assert 'data-verdict="">agree' in agree
+    # the exact layer is not fact-checked: nothing is claimed
+    exact = client.get(f"/review/{ids['demo-05-repost-exact']}").text
+    assert 'id="fact-verdict"' not in exact

@@ -42,7 +42,6 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
-from ..facts import disagree
 from ..sqlfiles import queries
 from ..textdiff import Comparison, compare
 
@@ -62,6 +61,16 @@ VERB_LABELS = {
     "restore": "Restore: not a duplicate, keep it",
     "confirm": "Confirm: it is a duplicate",
     "dismiss": "Dismiss: not a duplicate, keep both",
+}
+#: The layers whose matches the fact check verifies (dedup_ingest's).
+FACT_CHECKED_LAYERS = frozenset({"simhash", "containment", "minhash"})
+#: What dedup_facts_verdict's answer means, as the page says it.
+FACT_REASONS = {
+    "differ": "differ: two stories on one template (each holds facts the other lacks, or a "
+    "short templated item's numbers differ on both sides), for review",
+    "added": "differ: the incoming text adds many facts (another text quoting this one), "
+    "for review",
+    None: "agree: no reason in the facts to keep them apart",
 }
 DONE = {"restore": "restored", "confirm": "confirmed", "dismiss": "dismissed"}
 PAGE_SIZE = 50
@@ -575,23 +584,47 @@ def install(
                     )
                 )
                 neighbours[direction] = found[0]["candidate_id"] if found else None
+            # the fact check is SQL's (dedup_facts_verdict): the rule ingest and
+            # rebuild apply, not a copy of it
+            checked = c["layer"] in FACT_CHECKED_LAYERS and c["matched_exists"]
+            check = {"verdict": None, "copied_body": None}
+            if checked:
+                check = _rows(
+                    dd.conn.execute(
+                        queries()["review_fact_check"],
+                        {
+                            "source": c["source"],
+                            "thresholds": json.dumps(c["thresholds"] or {}),
+                            "clauses": list(c["clauses"] or []),
+                            "own": c["doc_id"],
+                            "matched": c["matched_doc_id"],
+                            "matched_seen_at": c["matched_seen_at"],
+                            "facts": list(c["facts"] or []),
+                            "matched_facts": list(c["matched_facts"] or []),
+                            "body": c["body"],
+                            "matched_body": c["matched_body"],
+                            "matched_clause_count": c["matched_clause_count"],
+                        },
+                    )
+                )[0]
+        for internal in ("clauses", "matched_clause_count"):
+            c.pop(internal)
         thresholds = c["thresholds"] or {}
         mine, theirs = list(c["facts"] or []), list(c["matched_facts"] or [])
-        share = thresholds.get("facts_disagreement_share")
-        added = thresholds.get("facts_added_share")
+        verdict = check["verdict"]
         facts = {
             "incoming_only": [f for f in mine if f not in set(theirs)],
             "matched_only": [f for f in theirs if f not in set(mine)],
             "shared": len(set(mine) & set(theirs)),
             "incoming": len(set(mine)),
             "matched": len(set(theirs)),
-            "share": share,
-            "added_share": added,
-            "disagree": (
-                disagree(mine, theirs, float(share), None if added is None else float(added))
-                if isinstance(share, int | float) and (mine or theirs)
-                else None
-            ),
+            "share": thresholds.get("facts_disagreement_share"),
+            "added_share": thresholds.get("facts_added_share"),
+            "checked": checked,
+            "verdict": verdict,
+            "disagree": verdict is not None if checked else None,
+            "reason": FACT_REASONS[verdict] if checked else None,
+            "copied_body": check["copied_body"],
         }
         return {
             "candidate": c,

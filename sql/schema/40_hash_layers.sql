@@ -155,7 +155,7 @@ $$;
 -- its own): a new text that quotes or appends an old one. A copy that adds a
 -- banner or an ad, or drops paragraphs, differs on one side by a few facts.
 -- Null share or facts: no; null p_added_share: the second rule is off.
--- (dedup_pg.facts.disagree)
+-- (dedup_facts_verdict below applies it; the review page asks that)
 CREATE FUNCTION dedup_facts_disagree(p_a text[], p_b text[], p_share double precision,
                                      p_added_share double precision)
 RETURNS boolean
@@ -207,22 +207,55 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                           '([0-9]+(?:\.[0-9]+)?)', 'g') m
 $$;
 
--- A copied body under a rewritten lead: both texts keep at least
--- facts_copied_body_share of their clauses in common (p_shared of p_a_n and
--- p_b_n, boilerplate left out; 3 or more) and their openings are unlike
+-- A copied body under a rewritten lead: the incoming text p_a keeps at least
+-- facts_copied_body_share of its clauses in common with the matched one
+-- (p_shared of p_a_n, boilerplate left out; 3 or more), the matched text p_b
+-- at least facts_copied_body_matched_share of its own (p_b_n; null: the same
+-- share as the incoming text's), and their openings are unlike
 -- (dedup_opening_similarity below facts_rewritten_lead_similarity). A copy
 -- that keeps most of the body whole is a copy whatever its first lines add:
 -- the fact check lets it through, and containment's review band takes it as
--- a duplicate. Null settings: never.
+-- a duplicate. The matched text's share is the lower one because the lead
+-- the copy dropped is a large part of a short text (revision 0020: of
+-- bench/quality.py's lead rewrites sent to review, 11 of 23 kept 60% of the
+-- copy's clauses but only 33-57% of the original's). Null settings: never.
 CREATE FUNCTION dedup_copied_body(p_a_body text, p_b_body text, p_shared integer,
                                   p_a_n integer, p_b_n integer, p_settings jsonb)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT coalesce(p_shared >= 3
                     AND p_shared >= (p_settings ->> 'facts_copied_body_share')::double precision * p_a_n
-                    AND p_shared >= (p_settings ->> 'facts_copied_body_share')::double precision * p_b_n
+                    AND p_shared >= coalesce((p_settings ->> 'facts_copied_body_matched_share')::double precision,
+                                             (p_settings ->> 'facts_copied_body_share')::double precision) * p_b_n
                     AND dedup_opening_similarity(p_a_body, p_b_body)
                         < (p_settings ->> 'facts_rewritten_lead_similarity')::double precision, false)
+$$;
+
+-- How alike two texts are once their numbers are masked: the Jaccard of
+-- their clause sets (NFKC, whitespace removed, digit runs read as one '#',
+-- cut at 。！？；，：and line ends, clauses of 8 characters or more). Two
+-- templated pages that differ only in their figures (another day's price
+-- over one spec sheet) score near 1; two outlets' versions of one story
+-- that also differ in a few figures score lower, as their sentences differ
+-- too (the tuning set's long same-story pairs whose numbers differ on both
+-- sides: 0.35-0.77, and 0.86 for bench/quality.py's recrawl of a story whose
+-- later version dropped a figure, ad script numbers on the other side; its
+-- long templates: 0.82 and 1.0).
+CREATE FUNCTION dedup_masked_similarity(p_a text, p_b text)
+RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    WITH m AS (
+        SELECT regexp_replace(regexp_replace(normalize(coalesce(p_a, ''), NFKC), '[ \t\r\f\v]+', '', 'g'),
+                              '[0-9]+(\.[0-9]+)?', '#', 'g') AS a,
+               regexp_replace(regexp_replace(normalize(coalesce(p_b, ''), NFKC), '[ \t\r\f\v]+', '', 'g'),
+                              '[0-9]+(\.[0-9]+)?', '#', 'g') AS b
+    ), ca AS (
+        SELECT DISTINCT c FROM m, regexp_split_to_table(m.a, '[。!?;,:\n]') c WHERE length(c) >= 8
+    ), cb AS (
+        SELECT DISTINCT c FROM m, regexp_split_to_table(m.b, '[。!?;,:\n]') c WHERE length(c) >= 8
+    )
+    SELECT coalesce((SELECT count(*) FROM ca JOIN cb USING (c))::double precision
+                    / nullif((SELECT count(*) FROM (SELECT c FROM ca UNION SELECT c FROM cb) u), 0), 0)
 $$;
 
 -- The fact check of a near-duplicate match (dedup_ingest's, and the
@@ -232,10 +265,13 @@ $$;
 -- - each text holds facts the other lacks (dedup_facts_disagree's first
 --   rule), unless the match is a copied body under a rewritten lead
 --   (dedup_copied_body);
--- - or a short templated item: the shorter body has at most
---   facts_template_max_chars characters and each text holds a number the
---   other lacks (dedup_text_numbers), the copied-body exception aside: another
---   day's figure, another date's poster, another actor's casting.
+-- - or a templated item: each text holds a number the other lacks
+--   (dedup_text_numbers), the copied-body exception aside, and either the
+--   shorter body has at most facts_template_max_chars characters (another
+--   day's figure, another date's poster, another actor's casting) or, longer,
+--   the two are alike once their numbers are masked (dedup_masked_similarity
+--   at least facts_template_masked_similarity: another day's price over one
+--   spec sheet, whose many shared facts keep the first rule's share low).
 -- Null settings turn each rule off.
 CREATE FUNCTION dedup_facts_verdict(p_a text[], p_b text[], p_share double precision,
                                     p_added double precision, p_a_body text, p_b_body text,
@@ -244,6 +280,7 @@ RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
     v_max_chars integer := (p_settings ->> 'facts_template_max_chars')::integer;
+    v_masked double precision := (p_settings ->> 'facts_template_masked_similarity')::double precision;
     v_both boolean;
     v_template boolean := false;
     v_a text[];
@@ -253,11 +290,17 @@ BEGIN
         RETURN NULL;
     END IF;
     v_both := dedup_facts_disagree(p_a, p_b, p_share, NULL);
-    IF v_max_chars IS NOT NULL AND least(length(p_a_body), length(p_b_body)) <= v_max_chars THEN
+    IF (v_max_chars IS NOT NULL AND least(length(p_a_body), length(p_b_body)) <= v_max_chars)
+       OR v_masked IS NOT NULL THEN
         v_a := dedup_text_numbers(p_a_body);
         v_b := dedup_text_numbers(p_b_body);
         v_template := EXISTS (SELECT unnest(v_a) EXCEPT SELECT unnest(v_b))
                       AND EXISTS (SELECT unnest(v_b) EXCEPT SELECT unnest(v_a));
+        IF v_template AND NOT coalesce(least(length(p_a_body), length(p_b_body)) <= v_max_chars, false) THEN
+            -- longer than the short rule's cap (or that rule off): only when
+            -- the texts are the same but for their numbers
+            v_template := dedup_masked_similarity(p_a_body, p_b_body) >= v_masked;
+        END IF;
     END IF;
     IF (v_both OR v_template)
        AND NOT dedup_copied_body(p_a_body, p_b_body, p_shared, p_a_n, p_b_n, p_settings) THEN
