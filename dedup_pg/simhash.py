@@ -37,6 +37,14 @@ def term_hash_uncached(term: str) -> int:
     return int.from_bytes(hashlib.md5(term.encode("utf-8")).digest()[-8:], "big")
 
 
+def term_hashes(terms: list[str]) -> np.ndarray:
+    """:func:`term_hash_uncached` of each term, as a uint64 array: the digests'
+    last 8 bytes joined and read big-endian in one pass."""
+    md5 = hashlib.md5
+    tails = b"".join([md5(t.encode("utf-8")).digest()[-8:] for t in terms])
+    return np.frombuffer(tails, dtype=">u8").astype(np.uint64)
+
+
 def term_hash(term: str) -> int:
     """Stable 64-bit hash of a term (first 8 bytes of MD5, as the simhash package)."""
     value = _hash_cache.get(term)

@@ -9,6 +9,7 @@ import pytest
 import rjieba
 
 from dedup_pg import simhash as sh
+from dedup_pg import tokenize
 from dedup_pg.facts import is_name, tagged_facts
 from dedup_pg.fingerprint import fingerprint
 from dedup_pg.normalize import NormalizeOptions, normalize
@@ -64,15 +65,14 @@ def _names_from_tags(text):
     "how",
     ["tagged alone", "whole text tagged", "added without a text first"],
 )
-def test_lookup_names_are_the_tagged_names(sina, how):
+def test_lookup_names_are_the_tagged_names(sina, how, monkeypatch):
     # the name flag per term stands in for rjieba.tag; every way a term gets
     # its flag must give the tag's answer, including the terms that split when
-    # tagged alone (2,464 of sina2018's 210,576)
+    # tagged alone (2,464 of sina2018's 210,576): from the stretch of text
+    # around them, or ("whole text tagged") from the whole text's tags
     table = TermTable()
-    if how == "tagged alone":
-        table.TAG_WHOLE_TEXT = 10**9
-    elif how == "whole text tagged":
-        table.TAG_WHOLE_TEXT = 0
+    if how == "whole text tagged":
+        monkeypatch.setattr(tokenize._Places, "TRIES", 0)
     split = 0
     for article in sina[:300]:
         text = article["body"]
@@ -84,6 +84,25 @@ def test_lookup_names_are_the_tagged_names(sina, how):
         assert np.array_equal(hashes, table.term_weights(words)[0])
         split += sum(1 for w in set(words) if [x for x, _ in rjieba.tag(w)] != [w])
     assert split > 0  # the fallback was needed
+
+
+def test_name_flags_tag_each_term_as_if_alone(sina):
+    # one rjieba.tag of the candidate terms joined by newlines gives each the
+    # tag it has alone: every term of these articles, against tagging it alone
+    terms = list(dict.fromkeys(w for a in sina[:400] for w in rjieba.cut(a["body"])))
+    flags = tokenize._name_flags(terms, None)
+    for term, flag in zip(terms, flags, strict=True):
+        tagged = rjieba.tag(term)
+        if len(tagged) == 1 and tagged[0][0] == term:
+            assert flag == is_name(term, tagged[0][1]), term
+        else:
+            assert flag in (-1, 0), term  # split alone: settled by a text later
+    assert -1 in flags and 1 in flags
+
+
+def test_term_hashes_are_the_term_hash():
+    terms = ["北京", "a", "", "\u3000", "😀x", "iPhone16"]
+    assert sh.term_hashes(terms).tolist() == [sh.term_hash_uncached(t) for t in terms]
 
 
 def test_fingerprint_facts_are_the_tagged_facts(sina):
