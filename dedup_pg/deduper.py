@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any, TypeVar
 
+import orjson
 import psycopg
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
@@ -448,7 +449,7 @@ class Deduper:
                     if not payload:
                         return []
                     params = {
-                        "items": Jsonb(payload),
+                        "items": Jsonb(payload, dumps=_dump_items),
                         "dry_run": dry_run,
                         "overrides": Jsonb(overrides),
                     }
@@ -593,6 +594,18 @@ def default_workers(cpus: int | None = None) -> int:
     if cpus is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return 0 if (cpus or 1) <= 1 else min(cpus or 1, MAX_AUTO_WORKERS)
+
+
+def _dump_items(items: object) -> bytes:
+    """A batch for ``dedup_ingest`` as JSON: orjson's UTF-8 (5.5 ms for 500 sina2018
+    rows, 3.7 MB) where psycopg's default, ``json.dumps``, takes 31 ms and escapes
+    every ideograph as ``\\uXXXX`` (6.2 MB) for the server to parse back; json's
+    output for what orjson refuses (a lone surrogate, an int beyond 64 bits), so
+    the server reports it as before."""
+    try:
+        return orjson.dumps(items)
+    except TypeError:  # orjson.JSONEncodeError
+        return json.dumps(items).encode("ascii")
 
 
 def _chunks(iterator: Iterator[Item], size: int) -> Iterator[list[Item]]:
