@@ -1,0 +1,232 @@
+"""Candidate recall of smaller MinHash band layouts (issue 19's recall study).
+
+Why
+---
+The MinHash layer finds candidates by band: a text's 128-value signature is
+cut into 32 bands of 4 values, each band one key of a GIN index
+(``document_minhash_bands``), and two texts sharing any key are compared on
+the whole signature (estimated Jaccard >= ``minhash_review_threshold`` 0.4:
+review, >= ``minhash_threshold`` 0.5: duplicate, after the fact check). The
+keys cost 1,248 index bytes a kept document on sina2018 (bench/results/bytes.md),
+a third of the index bytes issue 19 must cut to 1,000 in all. Fewer keys cost
+less, and find fewer pairs: this measures how many fewer, on real pairs, before
+any layout changes.
+
+What is measured
+----------------
+Every layout bands a prefix of the same signature (``b`` bands of ``r``
+values: the first ``b * r`` of the 128 minimums) and keeps the verification on
+all 128, so a pair it finds gets the verdict it gets today; only whether the
+pair is found changes. For each layout:
+
+- **recall on labelled pairs**: of the pairs whose signatures agree on at
+  least 0.4 of 128 positions (the pairs the MinHash layer decides today, if
+  found), the share that share a band. Pairs: the tuning set
+  (``bench/labels/sina2018_ngram_pairs_*.jsonl``) and the validation set
+  (``bench/labels/validation_pairs.jsonl``), every label, each set apart.
+- **recall on generated edits**: bench/quality.py's copy types of seeded
+  sina2018 originals (ad paragraph, new title, shuffled, a fifth deleted, lead
+  rewrite), same rule.
+- **candidates a probe reads**: over all of sina2018 (11,377 articles) as one
+  stored set, the mean number of other articles a text shares a band with,
+  and how many of those are below 0.4 (work spent on pairs that lead to
+  nothing).
+- **keys a document**: ``b``; the GIN index's bytes a kept document scale with
+  it (1,248 for 32 keys today, ~39 a key).
+
+The theoretical chance that a pair at Jaccard ``s`` shares a band,
+``1 - (1 - s^r)^b``, is printed beside each.
+
+    python bench/candidate_recall.py [--copies N] [--output PATH]
+
+Results: ``bench/results/candidate_recall.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from common import DATA, ROOT, Report, engine_revision, log, read_jsonl
+
+from dedup_pg.fingerprint import fingerprint
+from dedup_pg.normalize import NormalizeOptions
+
+sys.path.insert(0, str(Path(__file__).parent))
+import quality  # noqa: E402  (bench/quality.py's copy generators)
+import validation  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "candidate_recall.md"
+#: (bands, rows): today's first
+LAYOUTS = [(32, 4), (24, 4), (16, 4), (21, 3), (16, 3), (12, 3), (10, 3), (16, 2), (8, 2), (8, 4)]
+REVIEW = 0.4
+OPTIONS = NormalizeOptions()
+
+
+def signature(article: dict) -> np.ndarray | None:
+    fp = fingerprint(article["body"], article.get("title"), OPTIONS)
+    return None if fp.minhash is None else np.array(fp.minhash, dtype=np.int32)
+
+
+def band_keys(sig: np.ndarray, bands: int, rows: int) -> list[bytes]:
+    # a band key is its position and its values (the engine hashes both, per band)
+    return [bytes([b]) + sig[b * rows : (b + 1) * rows].tobytes() for b in range(bands)]
+
+
+def shares_band(a: np.ndarray, b: np.ndarray, bands: int, rows: int) -> bool:
+    eq = (a[: bands * rows] == b[: bands * rows]).reshape(bands, rows)
+    return bool(eq.all(axis=1).any())
+
+
+def estimate(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.mean(a == b))
+
+
+def theory(s: float, bands: int, rows: int) -> float:
+    return 1 - (1 - s**rows) ** bands
+
+
+def labelled(set_name: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    pairs = (
+        validation.tuning_pairs()
+        if set_name == "tuning"
+        else [p for p in read_jsonl(validation.VALIDATION) if p["label"] != "page_code"]
+    )
+    out = []
+    for p, a, b in validation.resolve(pairs):
+        sa, sb = signature(a), signature(b)
+        if sa is not None and sb is not None:
+            out.append((p["label"], sa, sb))
+    return out
+
+
+def generated(copies: int, seed: int) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    articles = read_jsonl(DATA / "news" / "sina2018.jsonl")
+    pool, _ = quality.distinct_pool(articles)
+    rng = random.Random(seed)
+    originals = rng.sample(pool, copies * 2)
+    makers = {
+        "ad_paragraph": quality.make_ad_paragraph,
+        "new_title": quality.make_new_title,
+        "shuffled": quality.make_shuffled,
+        "deleted_fifth": quality.make_deleted_fifth,
+    }
+    out = []
+    for k, a in enumerate(originals[:copies]):
+        sa = signature(a)
+        if sa is None:
+            continue
+        for name, make in makers.items():
+            title, body = make(a, rng)
+            sb = signature({"title": title, "body": body})
+            if sb is not None:
+                out.append((name, sa, sb))
+        donor = originals[copies + k]
+        title, body = quality.make_lead_rewrite(a, rng, donor)
+        sb = signature({"title": title, "body": body})
+        if sb is not None:
+            out.append(("lead_rewrite", sa, sb))
+    return out
+
+
+def probe_load(sigs: list[np.ndarray]) -> dict[tuple[int, int], tuple[float, float]]:
+    """(bands, rows) -> (mean candidates a text, mean of those below REVIEW)."""
+    out = {}
+    for bands, rows in LAYOUTS:
+        index: dict[bytes, list[int]] = collections.defaultdict(list)
+        for i, s in enumerate(sigs):
+            for key in band_keys(s, bands, rows):
+                index[key].append(i)
+        found = low = 0
+        for i, s in enumerate(sigs):
+            cands = {j for key in band_keys(s, bands, rows) for j in index[key] if j != i}
+            found += len(cands)
+            low += sum(1 for j in cands if estimate(s, sigs[j]) < REVIEW)
+        out[(bands, rows)] = (found / len(sigs), low / len(sigs))
+    return out
+
+
+def recall_rows(pairs: list[tuple[str, np.ndarray, np.ndarray]]) -> dict[str, dict]:
+    """group -> {'n': pairs at >= REVIEW, (bands, rows): found}."""
+    groups: dict[str, dict] = collections.defaultdict(lambda: collections.Counter())
+    for group, a, b in pairs:
+        if estimate(a, b) < REVIEW:
+            continue
+        for name in (group, "all"):
+            groups[name]["n"] += 1
+            for layout in LAYOUTS:
+                groups[name][layout] += shares_band(a, b, *layout)
+    return groups
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--copies", type=int, default=300, help="originals per generated edit type")
+    ap.add_argument("--seed", type=int, default=20181120)
+    ap.add_argument("--output", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    started = time.perf_counter()
+
+    log("signatures of the labelled pairs")
+    sets = {name: recall_rows(labelled(name)) for name in ("tuning", "validation")}
+    log("generated edits")
+    sets["generated edits"] = recall_rows(generated(args.copies, args.seed))
+    log("probe load over sina2018")
+    articles = read_jsonl(DATA / "news" / "sina2018.jsonl")
+    sigs = [s for a in articles if (s := signature(a)) is not None]
+    load = probe_load(sigs)
+
+    out = Report()
+    out(
+        f"# Candidate recall of MinHash band layouts ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})"
+    )
+    out("")
+    out(
+        f"`python bench/candidate_recall.py --copies {args.copies}`, engine at {engine_revision()}; "
+        f"{time.perf_counter() - started:.0f} s. Each layout bands a prefix of the same 128-value "
+        "signature; the verification stays on all 128, so a pair a layout finds gets today's "
+        f"verdict. Recall: of the pairs whose signatures agree on >= {REVIEW} of their positions "
+        "(the pairs the MinHash layer decides today), the share that share a band."
+    )
+    out("")
+    header = "| set | group | pairs | " + " | ".join(f"{b}x{r}" for b, r in LAYOUTS) + " |"
+    out(header)
+    out("|---|---|---:|" + "---:|" * len(LAYOUTS))
+    for set_name, groups in sets.items():
+        for group in sorted(groups, key=lambda g: (g == "all", g)):
+            c = groups[group]
+            cells = " | ".join(
+                f"{100 * c[layout] / c['n']:.1f}%"
+                + (f" (-{c['n'] - c[layout]})" if c[layout] < c["n"] else "")
+                for layout in LAYOUTS
+            )
+            out(f"| {set_name} | {group} | {c['n']} | {cells} |")
+    out("")
+    out(f"Probe load over all {len(sigs):,} sina2018 articles with a signature, as one stored set:")
+    out("")
+    out(
+        "| layout | keys a document | est. GIN bytes a kept document | candidates a text (mean) | of them below 0.4 | P(band) at J 0.4 / 0.5 / 0.6 |"
+    )
+    out("|---|---:|---:|---:|---:|---|")
+    for bands, rows in LAYOUTS:
+        found, low = load[(bands, rows)]
+        probs = " / ".join(f"{theory(s, bands, rows):.2f}" for s in (0.4, 0.5, 0.6))
+        out(
+            f"| {bands}x{rows} | {bands} | {round(1248 * bands / 32):,} | {found:.2f} | {low:.2f} | {probs} |"
+        )
+    out("")
+    out(
+        "GIN bytes scale today's 1,248 for 32 keys (bench/results/bytes.md) by the key count: "
+        "an estimate, to be measured by bench/bytes.py on the layout chosen."
+    )
+    out.write(args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
