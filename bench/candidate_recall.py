@@ -47,19 +47,16 @@ from __future__ import annotations
 import argparse
 import collections
 import random
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import quality  # bench/quality.py's copy generators
+import validation
 from common import DATA, ROOT, Report, engine_revision, log, read_jsonl
 
 from dedup_pg.fingerprint import fingerprint
 from dedup_pg.normalize import NormalizeOptions
-
-sys.path.insert(0, str(Path(__file__).parent))
-import quality  # noqa: E402  (bench/quality.py's copy generators)
-import validation  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "candidate_recall.md"
 #: (bands, rows): today's first

@@ -219,7 +219,8 @@ def _name_flags(terms: list[str], text: str | None) -> list[int]:
     Only a term of two or more characters, not all ASCII, can be a name, so
     only those are tagged, all in one ``rjieba.tag`` call with a newline
     between them: a newline ends jieba's blocks, so each term is cut and
-    tagged as it would be alone (tested on every term of sina2018), at one
+    tagged as it would be alone (checked on every term of sina2018; the tests
+    check 400 articles' terms), at one
     call's overhead instead of one per term."""
     flags = [0] * len(terms)
     could = [k for k, t in enumerate(terms) if len(t) >= 2 and not t.isascii()]

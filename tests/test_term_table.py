@@ -1,6 +1,7 @@
 """The term table is shared by every thread of a process (the HTTP service
 fingerprints requests in parallel) and lives as long as the process."""
 
+import json
 import sys
 import threading
 
@@ -132,3 +133,11 @@ def test_idf_table_is_the_file_read_line_by_line():
     table, median = _idf_table()
     assert table == expected
     assert median == sorted(expected.values())[len(expected) // 2]
+
+
+def test_a_batch_orjson_refuses_is_sent_as_json_writes_it():
+    from dedup_pg.deduper import _dump_items
+
+    rows = [{"body": "北京\ud800", "n": 2**70}]
+    assert _dump_items(rows) == json.dumps(rows).encode("ascii")
+    assert _dump_items([{"body": "北京"}]) == '[{"body":"北京"}]'.encode()
