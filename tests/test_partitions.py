@@ -90,9 +90,10 @@ def test_drop_refuses_all_history_unless_forced(dd):
     assert drop_older_than(dd.conn, 400, force=True) == []
 
 
-def _lookup_rows(conn) -> tuple[int, int]:
-    """Clause rows and MinHash band values, in either layout of the bands (a row
-    a value before revision 0019, an array a document from it)."""
+def _lookup_rows(conn) -> tuple[int, int, int]:
+    """Clause rows, documents with MinHash band values and their values, in
+    either layout of the bands (a row a value before revision 0019, an array a
+    document from it; 32 values a document before revision 0021, 16 from it)."""
     arrays = conn.execute(
         "SELECT count(*) FROM information_schema.columns"
         " WHERE table_name = 'document_minhash_bands' AND column_name = 'band_keys'"
@@ -100,6 +101,7 @@ def _lookup_rows(conn) -> tuple[int, int]:
     values = "sum(cardinality(band_keys))" if arrays else "count(*)"
     return conn.execute(
         f"SELECT (SELECT count(*) FROM document_clauses),"
+        f" (SELECT count(DISTINCT doc_id) FROM document_minhash_bands),"
         f" (SELECT coalesce({values}, 0) FROM document_minhash_bands)"
     ).fetchone()
 
@@ -130,7 +132,7 @@ def test_lookup_tables_move_between_day_and_week_partitions_with_their_rows(dd, 
 
     database.downgrade(dsn, "0009")
     with Deduper(dsn, migrate=False) as old:
-        assert _lookup_rows(old.conn) == before
+        assert _lookup_rows(old.conn) == (*before[:2], 32 * before[1])
         names = {p[2] for p in old.conn.execute("SELECT * FROM dedup_partitions")}
         assert names and all("_p" in n and "_w" not in n for n in names)
         assert layers(old) == expected

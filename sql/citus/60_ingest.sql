@@ -96,7 +96,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 fd966e648c9ce641
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 2f6ea5df1a977b9a
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -184,25 +184,7 @@ BEGIN
         -- two batches cannot deadlock). A large batch would lock most stripes
         -- anyway: it takes the whole table at once instead, which conflicts with
         -- the small batches' row locks and costs one lock instead of thousands.
-        v_stripes := ARRAY(
-            SELECT DISTINCT k FROM jsonb_array_elements(p_items) e,
-                 LATERAL (SELECT ((e ->> 'simhash')::bigint >> (16 * b) & 65535)::integer AS k
-                            FROM generate_series(0, 3) b
-                          UNION ALL
-                          SELECT (get_byte(decode(e ->> 'sha1', 'hex'), 0) << 8
-                                  | get_byte(decode(e ->> 'sha1', 'hex'), 1))
-                          UNION ALL
-                          SELECT (h::bigint & 65535)::integer
-                            FROM jsonb_array_elements_text(e -> 'clauses') h
-                          UNION ALL
-                          -- a MinHash band's stripe: its first value and its
-                          -- number (texts sharing a band share both), not the
-                          -- band key, which costs a hash a band
-                          SELECT (((e -> 'minhash' ->> (4 * b))::bigint + 4099 * b) & 65535)::integer
-                            FROM generate_series(0, CASE jsonb_typeof(e -> 'minhash')
-                                                     WHEN 'array' THEN jsonb_array_length(e -> 'minhash') / 4 - 1
-                                                     ELSE -1 END) b) keys
-             ORDER BY k);
+        v_stripes := dedup_lock_stripes_of(p_items);
         IF cardinality(v_stripes) > 512 THEN
             LOCK TABLE dedup_lock_stripes IN EXCLUSIVE MODE;
         ELSE

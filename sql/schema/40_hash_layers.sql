@@ -46,13 +46,13 @@ COMMENT ON TABLE document_simhash_bands IS
 
 -- MinHash: a signature of 128 minimums over the text's character 5-grams
 -- (computed in Python, dedup_pg/minhash.py) is stored with the document
--- (documents.minhash) and cut into 32 bands of 4 values (dedup_minhash_bands);
--- the 32 band values of a document are one row here, under a GIN index: two
+-- (documents.minhash) and cut into 16 bands of 3 values (dedup_minhash_bands);
+-- the 16 band values of a document are one row here, under a GIN index: two
 -- texts sharing a band value are compared on the whole signature (estimated
 -- Jaccard). It finds what changes a word in most clauses: synonym rewrites,
 -- reworded leads.
 -- One row a document, not one a band: a row a band cost its 52 bytes of heap
--- and ~52 of btree for each of the 32 values (3,298 bytes a document on
+-- and ~52 of btree for each of its then 32 values (3,298 bytes a document on
 -- sina2018, bench/bytes.py); the array and its GIN entries cost ~1,650. The
 -- probe's candidates are looked up in documents anyway (for their signature),
 -- so the index-only scan the btree allowed saved nothing. fastupdate off: a
@@ -66,7 +66,7 @@ CREATE INDEX document_minhash_bands_keys_idx ON document_minhash_bands
     USING gin (band_keys) WITH (fastupdate = off);
 CREATE INDEX document_minhash_bands_doc_id_idx ON document_minhash_bands USING brin (doc_id);
 COMMENT ON TABLE document_minhash_bands IS
-    'MinHash band values of stored documents (one row a document with a signature: its 32 band keys, dedup_minhash_bands, under a GIN index): the MinHash layer''s candidate lookup; partitioned by ISO week';
+    'MinHash band values of stored documents (one row a document with a signature: its 16 band keys, dedup_minhash_bands, under a GIN index): the MinHash layer''s candidate lookup; partitioned by ISO week';
 
 -- All band values within p_radius bits of p_band (radius 0 or 1; 2 is allowed
 -- but costs 137 probes a band).
@@ -128,12 +128,17 @@ LANGUAGE sql STABLE AS $$
                       AND w.other_sha1 = greatest(p_a, p_b))
 $$;
 
--- The 32 band values of a signature: band b hashes values 4b+1 .. 4b+4.
+-- The 16 band values of a signature: band b hashes values 3b+1 .. 3b+3, so
+-- the bands cover the signature's first 48 values (the similarity is
+-- estimated on all 128). 16 bands of 3 find the pairs 32 bands of 4 found
+-- (revisions 0008 to 0020) at half the index entries, and more unrelated
+-- candidates: bench/candidate_recall.py, revision 0021. The lock stripes
+-- (dedup_lock_stripes_of) follow the same layout.
 CREATE FUNCTION dedup_minhash_bands(p_minhash integer[])
 RETURNS bigint[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT ARRAY(SELECT hashtextextended(p_minhash[b * 4 + 1 : b * 4 + 4]::text, b)
-                   FROM generate_series(0, cardinality(p_minhash) / 4 - 1) b)
+    SELECT ARRAY(SELECT hashtextextended(p_minhash[b * 3 + 1 : b * 3 + 3]::text, b)
+                   FROM generate_series(0, least(16, cardinality(p_minhash) / 3) - 1) b)
 $$;
 
 -- Estimated Jaccard of two signatures: the share of equal positions.

@@ -9,6 +9,32 @@
 CREATE TABLE dedup_lock_stripes (stripe integer PRIMARY KEY);
 INSERT INTO dedup_lock_stripes SELECT generate_series(0, 65535);
 
+-- The stripes a batch's items could collide on, in order: each SimHash band's
+-- 16 bits, the SHA-1's first 16 bits, each clause hash's low 16 bits, and for
+-- each MinHash band (dedup_minhash_bands: 16 bands of 3 values) its first
+-- value plus its number (texts sharing a band share both; the band key itself
+-- costs a hash a band).
+CREATE FUNCTION dedup_lock_stripes_of(p_items jsonb)
+RETURNS integer[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT ARRAY(
+        SELECT DISTINCT k FROM jsonb_array_elements(p_items) e,
+             LATERAL (SELECT ((e ->> 'simhash')::bigint >> (16 * b) & 65535)::integer AS k
+                        FROM generate_series(0, 3) b
+                      UNION ALL
+                      SELECT (get_byte(decode(e ->> 'sha1', 'hex'), 0) << 8
+                              | get_byte(decode(e ->> 'sha1', 'hex'), 1))
+                      UNION ALL
+                      SELECT (h::bigint & 65535)::integer
+                        FROM jsonb_array_elements_text(e -> 'clauses') h
+                      UNION ALL
+                      SELECT (((e -> 'minhash' ->> (3 * b))::bigint + 4099 * b) & 65535)::integer
+                        FROM generate_series(0, CASE jsonb_typeof(e -> 'minhash')
+                                                 WHEN 'array' THEN least(16, jsonb_array_length(e -> 'minhash') / 3) - 1
+                                                 ELSE -1 END) b) keys
+         ORDER BY k)
+$$;
+
 -- Store an item as a kept document with doc_id p_doc_id (clauses, MinHash and
 -- SimHash bands included), its MinHash band keys given: dedup_ingest computes
 -- them once, for its MinHash probe and for this.
@@ -268,25 +294,7 @@ BEGIN
         -- two batches cannot deadlock). A large batch would lock most stripes
         -- anyway: it takes the whole table at once instead, which conflicts with
         -- the small batches' row locks and costs one lock instead of thousands.
-        v_stripes := ARRAY(
-            SELECT DISTINCT k FROM jsonb_array_elements(p_items) e,
-                 LATERAL (SELECT ((e ->> 'simhash')::bigint >> (16 * b) & 65535)::integer AS k
-                            FROM generate_series(0, 3) b
-                          UNION ALL
-                          SELECT (get_byte(decode(e ->> 'sha1', 'hex'), 0) << 8
-                                  | get_byte(decode(e ->> 'sha1', 'hex'), 1))
-                          UNION ALL
-                          SELECT (h::bigint & 65535)::integer
-                            FROM jsonb_array_elements_text(e -> 'clauses') h
-                          UNION ALL
-                          -- a MinHash band's stripe: its first value and its
-                          -- number (texts sharing a band share both), not the
-                          -- band key, which costs a hash a band
-                          SELECT (((e -> 'minhash' ->> (4 * b))::bigint + 4099 * b) & 65535)::integer
-                            FROM generate_series(0, CASE jsonb_typeof(e -> 'minhash')
-                                                     WHEN 'array' THEN jsonb_array_length(e -> 'minhash') / 4 - 1
-                                                     ELSE -1 END) b) keys
-             ORDER BY k);
+        v_stripes := dedup_lock_stripes_of(p_items);
         IF cardinality(v_stripes) > 512 THEN
             LOCK TABLE dedup_lock_stripes IN EXCLUSIVE MODE;
         ELSE
