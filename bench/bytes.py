@@ -22,6 +22,7 @@ Writes bench/results/bytes.md (or FILE) and prints it.
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from datetime import datetime, timedelta, timezone
@@ -75,6 +76,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--limit", type=int, default=None, help="first N articles only")
     ap.add_argument("--output", type=Path, default=RESULTS)
+    ap.add_argument(
+        "--verdicts", type=Path, default=None, help="also write each verdict as a JSON line here"
+    )
     args = ap.parse_args()
     articles = read_jsonl(DATA / "news" / "sina2018.jsonl", args.limit)
     items = [
@@ -98,6 +102,10 @@ def main() -> None:
             started = time.perf_counter()
             verdicts = list(dd.ingest_many(items))
             seconds = time.perf_counter() - started
+            if args.verdicts:
+                with args.verdicts.open("w", encoding="utf-8") as fh:
+                    for v in verdicts:
+                        fh.write(json.dumps(v.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
             dd.conn.execute("VACUUM ANALYZE")
             tables = {r[0]: (int(r[1]), int(r[2])) for r in dd.conn.execute(TABLES)}
             indexes = [(r[0], r[1], int(r[2])) for r in dd.conn.execute(INDEXES)]

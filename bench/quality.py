@@ -19,7 +19,9 @@ news). This script measures both on REAL articles from ``../shared/data``
    template (nav header, a "相关推荐" block of 5 headlines, copyright footer).
    The shared boilerplate must not make distinct articles collide.
 3. copies: reposts of originals, one seeded sample of 300 originals per type
-   (drawn from the originals that were stored, i.e. not judged duplicates),
+   (the first 300 stored ones, i.e. not judged duplicates, of a seeded order
+   of all originals; each copy made from its own seed, so that two engines
+   are compared on the same copies),
    ingested after the originals. A copy is *found* when the verdict is
    'duplicate' and matched_id is its original's id (bar: recall >= 0.95 per
    type; deleted_fifth is informative only). Types: exact, normalization
@@ -666,16 +668,25 @@ def main(argv: list[str] | None = None) -> int:
         # 3. copies, each type on its own seeded sample of originals. Only
         # stored originals are sampled: one judged a (false) duplicate is not
         # stored, so no copy could match its id; that error is counted above.
-        stored = [
-            a for a, v in zip(originals, rows[0].verdicts, strict=True) if v.verdict != "duplicate"
-        ]
+        # The sample is the first --copies stored ones of a seeded order of all
+        # originals, and each copy is made from its own seed: an engine that
+        # stores one more or one fewer original shifts the sample by at most
+        # one, so two engines are compared on the same copies.
+        stored = {
+            a["id"]
+            for a, v in zip(originals, rows[0].verdicts, strict=True)
+            if v.verdict != "duplicate"
+        }
         for k, kind in enumerate(COPY_TYPES):
-            trng = random.Random(f"{args.seed}:{kind}")
-            sample = trng.sample(stored, min(args.copies, len(stored)))
+            order = random.Random(f"{args.seed}:{kind}").sample(originals, len(originals))
+            sample = [a for a in order if a["id"] in stored][: args.copies]
             items, expect = [], {}
             for i, a in enumerate(sample):
-                if kind == "lead_rewrite":  # the new lead is another stored article's
-                    donor = trng.choice([d for d in stored if d["id"] != a["id"]])
+                trng = random.Random(f"{args.seed}:{kind}:{a['id']}")
+                if kind == "lead_rewrite":  # the new lead is another original's
+                    donor = order[trng.randrange(len(order))]
+                    while donor["id"] == a["id"]:
+                        donor = order[trng.randrange(len(order))]
                     title, body = make_lead_rewrite(by_id[a["id"]], trng, donor)
                 else:
                     title, body = MAKERS[kind](by_id[a["id"]], trng)
