@@ -2,8 +2,9 @@
 
 Why
 ---
-The MinHash layer finds candidates by band: a text's 128-value signature is
-cut into 32 bands of 4 values, each band one key of a GIN index
+The MinHash layer finds candidates by band: a text's 128-value signature was
+cut into 32 bands of 4 values when this study was made (revision 0021 then
+adopted 16 bands of 3, from it), each band one key of a GIN index
 (``document_minhash_bands``), and two texts sharing any key are compared on
 the whole signature (estimated Jaccard >= ``minhash_review_threshold`` 0.4:
 review, >= ``minhash_threshold`` 0.5: duplicate, after the fact check). The
@@ -32,7 +33,7 @@ pair is found changes. For each layout:
   and how many of those are below 0.4 (work spent on pairs that lead to
   nothing).
 - **keys a document**: ``b``; the GIN index's bytes a kept document scale with
-  it (1,248 for 32 keys today, ~39 a key).
+  it (1,248 for the 32 keys of revisions 0008-0020, ~39 a key).
 
 The theoretical chance that a pair at Jaccard ``s`` shares a band,
 ``1 - (1 - s^r)^b``, is printed beside each.
@@ -55,11 +56,23 @@ import quality  # bench/quality.py's copy generators
 import validation
 from common import DATA, ROOT, Report, engine_revision, log, read_jsonl
 
+from dedup_pg import minhash
 from dedup_pg.fingerprint import fingerprint
 from dedup_pg.normalize import NormalizeOptions
 
 RESULTS = ROOT / "bench" / "results" / "candidate_recall.md"
-#: (bands, rows): today's first
+
+
+def label(layout: tuple[int, int]) -> str:
+    """``16x3``, marked when it is the layout in force (dedup_minhash_bands)."""
+    bands, rows = layout
+    return f"{bands}x{rows}" + (
+        " (in force)" if layout == (minhash.BANDS, minhash.BAND_ROWS) else ""
+    )
+
+
+#: (bands, rows): the layout of revisions 0008 to 0020 first (the GIN bytes
+#: below scale its measured 1,248); the one in force is minhash.BANDS x BAND_ROWS
 LAYOUTS = [(32, 4), (24, 4), (16, 4), (21, 3), (16, 3), (12, 3), (10, 3), (16, 2), (8, 2), (8, 4)]
 REVIEW = 0.4
 OPTIONS = NormalizeOptions()
@@ -191,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         "(the pairs the MinHash layer decides today), the share that share a band."
     )
     out("")
-    header = "| set | group | pairs | " + " | ".join(f"{b}x{r}" for b, r in LAYOUTS) + " |"
+    header = "| set | group | pairs | " + " | ".join(map(label, LAYOUTS)) + " |"
     out(header)
     out("|---|---|---:|" + "---:|" * len(LAYOUTS))
     for set_name, groups in sets.items():
@@ -218,12 +231,12 @@ def main(argv: list[str] | None = None) -> int:
         # a probe meets each stored text below 0.4 with the rate seen here
         rate = low / (len(sigs) - 1)
         out(
-            f"| {bands}x{rows} | {bands} | {round(1248 * bands / 32):,} | {found:.3f} | "
+            f"| {label((bands, rows))} | {bands} | {round(1248 * bands / 32):,} | {found:.3f} | "
             f"{low:.3f} | {rate * 1e6:.1f} / {rate * 1e7:.0f} | {probs} |"
         )
     out("")
     out(
-        "GIN bytes scale today's 1,248 for 32 keys (bench/results/bytes.md) by the key count: "
+        "GIN bytes scale the 1,248 measured for 32 keys (bench/results/bytes.md) by the key count: "
         "an estimate, to be measured by bench/bytes.py on the layout chosen. The scaled "
         "columns assume a week of a crawl meets unrelated texts at the rate these 11,146 "
         "articles crawled around November 2018 meet each other: a linear extrapolation, not a run."

@@ -19,12 +19,13 @@ _SOURCE_TREE = Path(__file__).resolve().parent.parent
 
 
 def packaged_dir(name: str) -> Any:
-    """``sql`` or ``migrations``: inside the installed package (``dedup_pg.sql``),
-    or the top-level folder of a source checkout run without installing."""
-    try:
-        return files(f"dedup_pg.{name}")
-    except ModuleNotFoundError:
+    """``sql`` or ``migrations``: the top-level folder of the source checkout
+    this package was imported from, when it was (so a second checkout's code,
+    put first on ``sys.path``, reads its own SQL, not an editable install's);
+    else inside the installed package (``dedup_pg.sql``)."""
+    if (_SOURCE_TREE / "pyproject.toml").is_file() and (_SOURCE_TREE / name).is_dir():
         return _SOURCE_TREE / name
+    return files(f"dedup_pg.{name}")
 
 
 def read_sql(filename: str) -> str:

@@ -150,6 +150,47 @@ def test_text_numbers_fold_full_width_digits_and_leave_out_a_number_cut_at_the_e
         assert similar[0] == 1.0 and similar[1] < 0.1
 
 
+def test_the_fact_checks_numbers_are_read_past_invisible_characters(dsn):
+    """A zero-width space (or any character normalization drops as invisible)
+    inside a number is not two numbers: bench/quality.py's normalization copies
+    carry them, and "20\u200b18" read as "20" and "18" made a copy a templated
+    item of its own original (review)."""
+    from dedup_pg.normalize import _INVISIBLE
+
+    invisible = [chr(c) for c in range(0x10000) if _INVISIBLE.match(chr(c))]
+    assert len(invisible) == 18
+    with psycopg.connect(dsn) as conn:
+        stripped = conn.execute(
+            "SELECT array_agg(dedup_fact_text('1' || c || '2') = '12') FROM unnest(%s::text[]) c",
+            [invisible],
+        ).fetchone()[0]
+        assert all(stripped), [
+            hex(ord(c)) for c, ok in zip(invisible, stripped, strict=True) if not ok
+        ]
+        row = conn.execute(
+            "SELECT dedup_text_numbers(%s), dedup_masked_similarity(%s, %s)",
+            [
+                "2\u200b018年11月，共计8\u200b000家门店参与。",
+                "2018年11月，共计8000家门店参与活动，线上线下同步。",
+                "2\u200b018年11月，共计8\u200b000家门店参与活动，线上线下同步。",
+            ],
+        ).fetchone()
+        assert sorted(row[0]) == ["11", "2018", "8000"] and row[1] == 1.0
+
+
+def test_a_copy_with_zero_width_spaces_in_its_numbers_is_a_duplicate(template_dsn, sina_all):
+    """One of bench/quality.py's normalization copies that went to review: a
+    real article with a zero-width space inside its "8000", and a sentence
+    added (so not the same SHA-1: the SimHash layer and the fact check
+    decide). A duplicate; review before revision 0022."""
+    a = next(x for x in sina_all if x["id"] == "sina18-83171569d029")
+    assert a["body"].count("8000") == 1
+    body = (
+        a["body"].replace("8000", "8\u200b000") + "\n小米方面表示，双十一当天还将推出更多优惠活动。"
+    )
+    assert ingest_pair(template_dsn, a, {"title": a["title"], "body": body}) == ("duplicate", "a")
+
+
 #: The tuning set's long pairs (both bodies over 1,000 characters) whose
 #: numbers differ on both sides: same stories told by two outlets (or an
 #: updated notice), and templated pages (photo-gallery pages whose body is

@@ -198,6 +198,18 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                     / nullif((SELECT count(*) FROM (SELECT g FROM ga UNION SELECT g FROM gb) u), 0), 0)
 $$;
 
+-- A body as the fact check's text rules read it: NFKC-folded (full-width
+-- digits are digits), without the invisible characters normalization drops
+-- (dedup_pg/normalize.py, _INVISIBLE: soft hyphen, zero-width space and
+-- joiners, direction marks, word joiner, BOM). A zero-width space a crawled
+-- page carries inside "2018" would else make it "2" and "018".
+CREATE FUNCTION dedup_fact_text(p_text text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT regexp_replace(normalize(coalesce(p_text, ''), NFKC),
+                          '[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]', '', 'g')
+$$;
+
 -- The distinct numbers of a text (NFKC-folded, so full-width digits count;
 -- leading zeros dropped), one-digit numbers included: the facts leave those
 -- out, but "11月1日" against "11月2日" is the date a templated item differs in.
@@ -208,7 +220,7 @@ RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT coalesce(array_agg(DISTINCT CASE WHEN m[1] LIKE '%.%' THEN m[1]
                                             ELSE coalesce(nullif(ltrim(m[1], '0'), ''), '0') END), '{}')
-      FROM regexp_matches(regexp_replace(normalize(coalesce(p_text, ''), NFKC), '[0-9.]+\s*$', ''),
+      FROM regexp_matches(regexp_replace(dedup_fact_text(p_text), '[0-9.]+\s*$', ''),
                           '([0-9]+(?:\.[0-9]+)?)', 'g') m
 $$;
 
@@ -250,9 +262,9 @@ CREATE FUNCTION dedup_masked_similarity(p_a text, p_b text)
 RETURNS double precision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     WITH m AS (
-        SELECT regexp_replace(regexp_replace(normalize(coalesce(p_a, ''), NFKC), '[ \t\r\f\v]+', '', 'g'),
+        SELECT regexp_replace(regexp_replace(dedup_fact_text(p_a), '[ \t\r\f\v]+', '', 'g'),
                               '[0-9]+(\.[0-9]+)?', '#', 'g') AS a,
-               regexp_replace(regexp_replace(normalize(coalesce(p_b, ''), NFKC), '[ \t\r\f\v]+', '', 'g'),
+               regexp_replace(regexp_replace(dedup_fact_text(p_b), '[ \t\r\f\v]+', '', 'g'),
                               '[0-9]+(\.[0-9]+)?', '#', 'g') AS b
     ), ca AS (
         SELECT DISTINCT c FROM m, regexp_split_to_table(m.a, '[。!?;,:\n]') c WHERE length(c) >= 8
