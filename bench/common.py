@@ -17,6 +17,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: ../shared/data beside the checkout (as in CI), or DEDUP_PG_SHARED_DATA.
 DATA = Path(os.environ.get("DEDUP_PG_SHARED_DATA", ROOT.parent / "shared" / "data"))
+# Every script's processes start from an empty term table, as a first run on a
+# machine does, unless DEDUP_PG_TERM_CACHE is set: a cache left by an earlier
+# run would hold the very texts measured (bench/term_cache.py measures it).
+os.environ.setdefault("DEDUP_PG_TERM_CACHE", "off")
 
 
 def read_jsonl(path: Path, limit: int | None = None) -> list[dict]:

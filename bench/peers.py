@@ -14,7 +14,8 @@ CPU time (user + system) and peak RSS are taken from the operating system
 (``os.wait4``). The contenders:
 
 ``dedup-pg``
-    ``dedup-pg ingest FILE --out verdicts.jsonl`` with default flags, into a
+    ``dedup-pg ingest FILE --out verdicts.jsonl`` with default flags and an
+    empty term cache (a first run: ``DEDUP_PG_TERM_CACHE`` a new folder), into a
     fresh embedded server made beforehand by ``dedup-pg init --home H``
     (timed apart: it is the server's start, once per machine, not ingest).
     The server's CPU is counted too: the backend's user + system time, read
@@ -248,6 +249,9 @@ def run_dedup_pg(
     home = work / f"home-{rnd}-{len(extra)}"
     out = work / f"verdicts-{rnd}-{len(extra)}.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEDUP_PG_")}
+    # a first run on this machine: an empty term cache of its own (a cache
+    # left by an earlier round holds this very stream's terms)
+    env["DEDUP_PG_TERM_CACHE"] = str(work / f"terms-{rnd}-{len(extra)}")
     exe = dedup_pg_bin()
     init = timed([exe, "init", "--home", str(home)], env)
     try:

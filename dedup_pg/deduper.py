@@ -570,7 +570,8 @@ MAX_AUTO_WORKERS = 2
 
 
 def _exit_with_parent(parent: int) -> None:
-    """A fingerprinting worker's start: it ends when the ingesting process is
+    """A fingerprinting worker's start: it saves its term table when it ends
+    (dedup_pg.term_cache), and it ends when the ingesting process is
     gone. Killed (SIGKILL, an OOM kill), that process cannot stop its pool, and
     its workers, blocked reading a queue whose other writers are each other,
     would wait forever."""
@@ -581,6 +582,13 @@ def _exit_with_parent(parent: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="dedup-pg-parent-watch", daemon=True).start()
+    # a worker ends through multiprocessing, which skips atexit: its terms go
+    # to the term cache at that exit instead (not when killed)
+    import multiprocessing.util
+
+    from .tokenize import TERMS
+
+    multiprocessing.util.Finalize(None, TERMS.save, exitpriority=10)
 
 
 def default_workers(cpus: int | None = None) -> int:

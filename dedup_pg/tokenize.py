@@ -20,6 +20,7 @@ distances and its clause checks, so that is not the weights alone.
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import re
 import threading
@@ -109,17 +110,77 @@ class TermTable:
     that holds it (:class:`_Places`).
 
     It is a cache: values depend on the term only, so it is emptied when it
-    reaches ``limit`` terms (RSS levels off in a long-running process). Safe
-    for threads (the HTTP service fingerprints requests in parallel): terms
+    reaches ``limit`` terms (RSS levels off in a long-running process). With
+    ``persist``, it starts from the terms earlier processes saw and gives them
+    its own when the process ends (:mod:`dedup_pg.term_cache`). Safe for
+    threads (the HTTP service fingerprints requests in parallel): terms
     are added under a lock, and a reader uses one consistent snapshot of
     (index, IDF, hashes, flags), which writers only ever extend in place or
     replace.
     """
 
-    def __init__(self, limit: int = TERM_TABLE_LIMIT) -> None:
+    def __init__(self, limit: int = TERM_TABLE_LIMIT, *, persist: bool = False) -> None:
         self.limit = limit
+        self.persist = persist
         self._lock = threading.Lock()
         self._state: tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray] = self._empty()
+        self._loaded = False  # the file read (persist) on the first new term
+        self._from_file = 0  # terms the file gave, the first ids
+        self._from_text: set[int] = set()  # ids whose name flag came from a text
+        self._read: tuple[int, int, int] | None = None  # the file's stamp when read
+
+    def _load(self) -> None:
+        """The file's terms as the table (called under the lock, on the first
+        new term, so a process that meets none never reads the file)."""
+        import atexit
+
+        from . import term_cache
+
+        self._loaded = True
+        atexit.register(self.save)
+        if len(self._state[0]):
+            return
+        read = term_cache.stamp()
+        entries = term_cache.load()
+        if entries is None or not 0 < len(entries[0]) <= self.limit:
+            return
+        terms, idf, hashes, names = entries
+        n = len(terms)
+        size = 1024
+        while size < n:
+            size *= 2
+        state = self._empty()
+        grown = [np.zeros(size, dtype=a.dtype) for a in state[1:]]
+        for arr, values in zip(grown, (idf, hashes, names), strict=True):
+            arr[:n] = values
+        self._state = (dict(zip(terms, range(n), strict=True)), *grown)  # type: ignore[assignment]
+        self._from_file, self._read = n, read
+
+    def save(self) -> None:
+        """Merge the terms this process added into the file (``persist``
+        only; nothing when it added none). A failure is logged, not raised:
+        it only loses cache entries."""
+        if not self.persist:
+            return
+        from . import term_cache
+
+        with self._lock:
+            index, idf, hashes, names = self._state
+            n = len(index)
+            if n <= self._from_file:
+                return
+            flags = names[:n].copy()
+            flags[list(self._from_text)] = -1  # settled from a text: unknown to others
+            entries = (list(index), idf[:n].copy(), hashes[:n].copy(), flags)
+            # the table began as the file's contents (not started afresh since)
+            read = self._read if self._from_file else None
+        try:
+            term_cache.merge(entries, self.limit, read)
+            with self._lock:
+                if self._state[0] is index:  # not started afresh meanwhile
+                    self._from_file, self._read = max(self._from_file, n), term_cache.stamp()
+        except Exception:  # noqa: BLE001 - a cache: losing it is not an error
+            logging.getLogger(__name__).warning("term cache not written", exc_info=True)
 
     @staticmethod
     def _empty() -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
@@ -139,11 +200,14 @@ class TermTable:
 
         table, median_idf = _idf_table()
         with self._lock:
+            if self.persist and not self._loaded:
+                self._load()
             index, idf, hashes, names = self._state
             missing = [t for t in dict.fromkeys(terms) if t not in index]
             if len(index) + len(missing) > self.limit:
                 index, idf, hashes, names = self._empty()
                 missing = list(dict.fromkeys(terms))
+                self._from_file, self._from_text = 0, set()
             need = len(index) + len(missing)
             if need > len(idf):
                 # grow by doubling (amortized O(1) per term) into new objects,
@@ -164,7 +228,9 @@ class TermTable:
                 for t in missing
             ]
             hashes[first:last] = term_hashes(missing)
-            names[first:last] = _name_flags(missing, text)
+            from_text: list[int] = []
+            names[first:last] = _name_flags(missing, text, from_text)
+            self._from_text.update(first + k for k in from_text)
             # after their values: a reader seeing a term finds them
             index.update(zip(missing, range(first, last), strict=True))
             self._state = (index, idf, hashes, names)
@@ -208,13 +274,17 @@ class TermTable:
             for k in np.flatnonzero(flags < 0):
                 # the same value from any text: a plain store, no lock needed
                 names[ids[k]] = flags[k] = is_name(terms[k], tags[terms[k]])
+                self._from_text.add(ids[k])
         return hashes[idx], tf * idf[idx], [terms[k] for k in np.flatnonzero(flags)]
 
 
-def _name_flags(terms: list[str], text: str | None) -> list[int]:
+def _name_flags(
+    terms: list[str], text: str | None, from_text: list[int] | None = None
+) -> list[int]:
     """The name flag of each of ``terms`` (``facts.is_name`` of the term and its
     tag): 1 or 0, or -1 when tagging the term alone splits it and there is no
     ``text`` whose tagging holds it whole (``TermTable.lookup`` settles those).
+    The positions whose flag came from ``text`` are appended to ``from_text``.
 
     Only a term of two or more characters, not all ASCII, can be a name, so
     only those are tagged, all in one ``rjieba.tag`` call with a newline
@@ -246,6 +316,8 @@ def _name_flags(terms: list[str], text: str | None) -> list[int]:
         if tag is None and text is not None:
             place = place or _Places(text)
             tag = place.tag(term)
+            if tag is not None and from_text is not None:
+                from_text.append(k)
         flags[k] = -1 if tag is None else is_name(term, tag)
     return flags
 
@@ -290,4 +362,5 @@ class _Places:
         return self.whole.get(term)
 
 
-TERMS = TermTable()
+#: The process's table: persisted (dedup_pg.term_cache) unless DEDUP_PG_TERM_CACHE=off.
+TERMS = TermTable(persist=True)

@@ -20,6 +20,9 @@ from dedup_pg import Deduper, database
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("DEDUP_PG_SHARED_DATA", REPO.parent / "shared" / "data"))
+# Every test starts from an empty term table (and writes no file in the user's
+# cache folder); tests/test_term_cache.py gives the cache a folder of its own.
+os.environ["DEDUP_PG_TERM_CACHE"] = "off"
 
 
 @pytest.fixture(scope="session")
