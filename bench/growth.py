@@ -1360,7 +1360,7 @@ HOT_INDEXES = {
     "documents_doc_id_idx",
     "document_digests_pkey",
     "document_clauses_hash_idx",
-    "document_minhash_bands_key_idx",
+    "document_minhash_bands_keys_idx",  # its GIN index since revision 0019
 }
 
 
