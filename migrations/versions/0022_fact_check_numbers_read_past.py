@@ -28,6 +28,4 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    # Undo the hand-written part of the SQL file here (before or after the
-    # definitions, as the dependencies need).
     op.execute(previous_definitions(revision, OBJECTS))
