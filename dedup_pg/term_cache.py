@@ -12,8 +12,8 @@ when it has added terms, merges them into the file when it ends.
 The file is ``terms-KEY.npz`` in the cache folder (``DEDUP_PG_TERM_CACHE``,
 else the per-user cache folder, ``platformdirs.user_cache_dir("dedup-pg")``;
 ``DEDUP_PG_TERM_CACHE=off`` turns it off). KEY hashes what the values depend
-on: the rjieba version, jieba's IDF file and the source of the modules that
-compute them (tokenize, simhash, facts), so a changed rule never reads values
+on: the rjieba and jieba versions, jieba's IDF file (its size and time) and
+the source of the modules that compute them (tokenize, simhash, facts), so a changed rule never reads values
 an older one wrote; files of other keys are removed when one is written.
 Writers merge under a lock file (POSIX ``flock``; elsewhere the last writer
 wins, which only loses cache entries). A file that cannot be read is
@@ -61,8 +61,11 @@ def cache_key() -> str:
     from . import facts, simhash, tokenize
 
     h = hashlib.sha1()
-    h.update(version("rjieba").encode())
-    h.update(Path(jieba.__file__).with_name("analyse").joinpath("idf.txt").read_bytes())
+    h.update(f"{version('rjieba')} {version('jieba')}".encode())
+    # the IDF file by its size and time (tokenize reads its 6 MB once already;
+    # a reinstall that only touches it costs a cache miss, nothing more)
+    idf = Path(jieba.__file__).with_name("analyse").joinpath("idf.txt").stat()
+    h.update(f"{idf.st_size} {idf.st_mtime_ns}".encode())
     for module in (tokenize, simhash, facts):
         h.update(Path(module.__file__).read_bytes())  # type: ignore[arg-type]
     return h.hexdigest()[:16]

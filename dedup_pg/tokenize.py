@@ -138,22 +138,16 @@ class TermTable:
 
         self._loaded = True
         atexit.register(self.save)
-        if len(self._state[0]):
-            return
         read = term_cache.stamp()
         entries = term_cache.load()
         if entries is None or not 0 < len(entries[0]) <= self.limit:
             return
-        terms, idf, hashes, names = entries
+        terms = entries[0]
         n = len(terms)
-        size = 1024
-        while size < n:
-            size *= 2
-        state = self._empty()
-        grown = [np.zeros(size, dtype=a.dtype) for a in state[1:]]
-        for arr, values in zip(grown, (idf, hashes, names), strict=True):
+        arrays = self._grown(*self._empty()[1:], n)
+        for arr, values in zip(arrays, entries[1:], strict=True):
             arr[:n] = values
-        self._state = (dict(zip(terms, range(n), strict=True)), *grown)  # type: ignore[assignment]
+        self._state = (dict(zip(terms, range(n), strict=True)), *arrays)
         self._from_file, self._read = n, read
 
     def save(self) -> None:
@@ -183,6 +177,22 @@ class TermTable:
             logging.getLogger(__name__).warning("term cache not written", exc_info=True)
 
     @staticmethod
+    def _grown(
+        idf: np.ndarray, hashes: np.ndarray, names: np.ndarray, need: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The arrays with room for ``need`` terms, grown by doubling
+        (amortized O(1) per term) into new objects, so a reader holding the
+        old snapshot stays consistent."""
+        size = max(len(idf), 1024)
+        while size < need:
+            size *= 2
+        return (
+            np.concatenate([idf, np.zeros(size - len(idf))]),
+            np.concatenate([hashes, np.zeros(size - len(hashes), dtype=np.uint64)]),
+            np.concatenate([names, np.zeros(size - len(names), dtype=np.int8)]),
+        )
+
+    @staticmethod
     def _empty() -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
         return {}, np.zeros(1024), np.zeros(1024, dtype=np.uint64), np.zeros(1024, dtype=np.int8)
 
@@ -210,14 +220,7 @@ class TermTable:
                 self._from_file, self._from_text = 0, set()
             need = len(index) + len(missing)
             if need > len(idf):
-                # grow by doubling (amortized O(1) per term) into new objects,
-                # so a reader holding the old snapshot stays consistent
-                size = max(len(idf), 1024)
-                while size < need:
-                    size *= 2
-                idf = np.concatenate([idf, np.zeros(size - len(idf))])
-                hashes = np.concatenate([hashes, np.zeros(size - len(hashes), dtype=np.uint64)])
-                names = np.concatenate([names, np.zeros(size - len(names), dtype=np.int8)])
+                idf, hashes, names = self._grown(idf, hashes, names, need)
                 index = dict(index)
             first, last = len(index), need
             word = _WORD.search
