@@ -59,6 +59,7 @@ rensa, simhash, jieba). Results: ``bench/results/peers.md``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -71,6 +72,7 @@ import sys
 import tempfile
 import time
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 
 from common import DATA, ROOT, Report, engine_revision, log
@@ -243,27 +245,37 @@ def dedup_pg_bin() -> str:
     return found or shutil.which("dedup-pg") or "dedup-pg"
 
 
+@contextlib.contextmanager
+def cli_server(home: Path, term_cache: str) -> Iterator[tuple[str, dict[str, str], float]]:
+    """A fresh embedded server in ``home`` for the ``dedup-pg`` command, as a
+    user without settings gets it (no ``DEDUP_PG_*`` but ``DEDUP_PG_TERM_CACHE``
+    = ``term_cache``): (the command, its environment, ``init``'s wall seconds);
+    stopped and removed after."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEDUP_PG_")}
+    env["DEDUP_PG_TERM_CACHE"] = term_cache
+    exe = dedup_pg_bin()
+    init = timed([exe, "init", "--home", str(home)], env)
+    try:
+        yield exe, env, init["wall"]
+    finally:
+        subprocess.run([exe, "stop", "--home", str(home)], env=env, capture_output=True)
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def run_dedup_pg(
     path: str, work: Path, rnd: int, extra: list[str]
 ) -> tuple[dict[str, float], list[bool], float]:
     home = work / f"home-{rnd}-{len(extra)}"
     out = work / f"verdicts-{rnd}-{len(extra)}.jsonl"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DEDUP_PG_")}
     # a first run on this machine: an empty term cache of its own (a cache
     # left by an earlier round holds this very stream's terms)
-    env["DEDUP_PG_TERM_CACHE"] = str(work / f"terms-{rnd}-{len(extra)}")
-    exe = dedup_pg_bin()
-    init = timed([exe, "init", "--home", str(home)], env)
-    try:
+    with cli_server(home, str(work / f"terms-{rnd}-{len(extra)}")) as (exe, env, init):
         before = postmaster_children_cpu(home)
         t = timed([exe, "ingest", path, "--out", str(out), "--home", str(home), *extra], env)
         time.sleep(0.2)  # the backend exits after the client
         t["server_cpu"] = postmaster_children_cpu(home) - before
-    finally:
-        subprocess.run([exe, "stop", "--home", str(home)], env=env, capture_output=True)
-        shutil.rmtree(home, ignore_errors=True)
     flags = [json.loads(line)["verdict"] == "duplicate" for line in out.open(encoding="utf-8")]
-    return t, flags, init["wall"]
+    return t, flags, init
 
 
 def run_peer(name: str, path: str, work: Path) -> tuple[dict[str, float], list[bool]]:

@@ -38,13 +38,12 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from common import DATA, ROOT, Report, engine_revision, log, read_jsonl
-from peers import dedup_pg_bin, postmaster_children_cpu, timed
+from peers import cli_server, postmaster_children_cpu, timed
 
 RESULTS = ROOT / "bench" / "results" / "term_cache.md"
 MODES = ("off", "cache")
@@ -61,12 +60,9 @@ def run_mode(
     mode: str, earlier: str, batches: list[str], work: Path, rnd: int
 ) -> tuple[list[dict[str, float]], list[str]]:
     home = work / f"home-{mode}-{rnd}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DEDUP_PG_")}
-    env["DEDUP_PG_TERM_CACHE"] = "off" if mode == "off" else str(work / f"terms-{rnd}")
-    exe = dedup_pg_bin()
-    timed([exe, "init", "--home", str(home)], env)
+    cache = "off" if mode == "off" else str(work / f"terms-{rnd}")
     calls, verdicts = [], []
-    try:
+    with cli_server(home, cache) as (exe, env, _):
         out = work / f"earlier-{mode}-{rnd}.jsonl"
         timed([exe, "ingest", earlier, "--out", str(out), "--home", str(home)], env)
         for k, path in enumerate(batches):
@@ -77,9 +73,6 @@ def run_mode(
             t["server_cpu"] = postmaster_children_cpu(home) - before
             calls.append(t)
             verdicts += out.read_text(encoding="utf-8").splitlines()
-    finally:
-        subprocess.run([exe, "stop", "--home", str(home)], env=env, capture_output=True)
-        shutil.rmtree(home, ignore_errors=True)
     return calls, verdicts
 
 
