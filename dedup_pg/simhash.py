@@ -32,21 +32,25 @@ _hash_cache: dict[str, int] = {}
 _HASH_CACHE_LIMIT = 2_000_000
 
 
+def _md5_tail(term: str) -> bytes:
+    """The last 8 bytes of the term's MD5: the low 64 bits the ``simhash``
+    package votes with (its default hash is the whole MD5 as an integer)."""
+    return hashlib.md5(term.encode("utf-8")).digest()[-8:]
+
+
 def term_hash_uncached(term: str) -> int:
     """:func:`term_hash` without its cache (for callers that keep the value)."""
-    return int.from_bytes(hashlib.md5(term.encode("utf-8")).digest()[-8:], "big")
+    return int.from_bytes(_md5_tail(term), "big")
 
 
 def term_hashes(terms: list[str]) -> np.ndarray:
-    """:func:`term_hash_uncached` of each term, as a uint64 array: the digests'
-    last 8 bytes joined and read big-endian in one pass."""
-    md5 = hashlib.md5
-    tails = b"".join([md5(t.encode("utf-8")).digest()[-8:] for t in terms])
-    return np.frombuffer(tails, dtype=">u8").astype(np.uint64)
+    """:func:`term_hash_uncached` of each term, as a uint64 array: the tails
+    joined and read big-endian in one pass."""
+    return np.frombuffer(b"".join(map(_md5_tail, terms)), dtype=">u8").astype(np.uint64)
 
 
 def term_hash(term: str) -> int:
-    """Stable 64-bit hash of a term (first 8 bytes of MD5, as the simhash package)."""
+    """Stable 64-bit hash of a term (:func:`_md5_tail`, as the simhash package)."""
     value = _hash_cache.get(term)
     if value is None:
         value = term_hash_uncached(term)
