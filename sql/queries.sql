@@ -120,16 +120,6 @@ SELECT id, queued_at, layer, score, source, external_id, title, matched_doc_id, 
   FROM review_queue
  LIMIT %(limit)s;
 
--- name: review_show
--- One candidate with both texts in full.
-SELECT c.candidate_id, c.status, c.layer, c.score, c.distance, c.created_at, c.decided_by, c.decided_at, c.note,
-       c.external_id, c.source, c.url, c.title, coalesce(c.body, d.body) AS body, c.doc_id,
-       c.matched_doc_id, d.external_id AS matched_external_id, d.source AS matched_source,
-       d.url AS matched_url, d.title AS matched_title, d.body AS matched_body, c.thresholds
-  FROM duplicate_candidates c
-  LEFT JOIN documents d ON d.doc_id = c.matched_doc_id AND d.seen_at = c.matched_seen_at
- WHERE c.candidate_id = %(id)s;
-
 -- name: restore
 SELECT candidate_id, status, doc_id FROM restore_candidate(%(id)s, %(note)s, %(by)s);
 
@@ -143,12 +133,13 @@ SELECT candidate_id, status, doc_id FROM dismiss_candidate(%(id)s, %(note)s, %(b
 -- The review page's queue (dedup_pg/web/review.py): candidates of one status
 -- after the keyset (created_at, candidate_id), ascending (duplicate_candidates_queue_idx;
 -- bench/review_queue.py). A NULL filter matches everything; day is the UTC day
--- of seen_at, the partition key.
+-- of seen_at, the partition key. The matched documents' titles and sources
+-- come from review_matched_titles (a candidate and its matched document are
+-- distributed apart on Citus, where the two do not join).
 SELECT c.candidate_id, c.created_at, c.seen_at, c.status, c.layer, c.score, c.distance, c.source,
        c.external_id, c.title, left(c.body, 120) AS snippet, c.text_length, c.matched_doc_id,
-       d.source AS matched_source, d.title AS matched_title, c.decided_by, c.decided_at
+       c.matched_seen_at, c.decided_by, c.decided_at
   FROM duplicate_candidates c
-  LEFT JOIN documents d ON d.doc_id = c.matched_doc_id AND d.seen_at = c.matched_seen_at
  WHERE c.status = %(status)s
    AND (c.created_at, c.candidate_id) > (coalesce(%(at)s::timestamptz, '-infinity'), coalesce(%(id)s::bigint, 0))
    AND (%(layer)s::text IS NULL OR c.layer = %(layer)s)
@@ -164,9 +155,8 @@ SELECT c.candidate_id, c.created_at, c.seen_at, c.status, c.layer, c.score, c.di
 -- The same, before the keyset, descending.
 SELECT c.candidate_id, c.created_at, c.seen_at, c.status, c.layer, c.score, c.distance, c.source,
        c.external_id, c.title, left(c.body, 120) AS snippet, c.text_length, c.matched_doc_id,
-       d.source AS matched_source, d.title AS matched_title, c.decided_by, c.decided_at
+       c.matched_seen_at, c.decided_by, c.decided_at
   FROM duplicate_candidates c
-  LEFT JOIN documents d ON d.doc_id = c.matched_doc_id AND d.seen_at = c.matched_seen_at
  WHERE c.status = %(status)s
    AND (c.created_at, c.candidate_id) < (coalesce(%(at)s::timestamptz, 'infinity'),
                                          coalesce(%(id)s::bigint, 9223372036854775807))
@@ -179,21 +169,20 @@ SELECT c.candidate_id, c.created_at, c.seen_at, c.status, c.layer, c.score, c.di
  ORDER BY c.created_at DESC, c.candidate_id DESC
  LIMIT %(limit)s;
 
--- name: review_counts
--- Candidates of one status per layer, under the queue's other filters; a layer
--- is counted up to %(cap)s (the page says "10,000+"), so that the counts stay
--- as fast as the page on a queue of millions of automatic duplicates.
-SELECT l.layer,
-       (SELECT count(*) FROM (
-            SELECT 1 FROM duplicate_candidates c
-             WHERE c.status = %(status)s AND c.layer = l.layer
-               AND (%(source)s::text IS NULL OR c.source = %(source)s)
-               AND (%(min_score)s::float8 IS NULL OR c.score >= %(min_score)s)
-               AND (%(max_score)s::float8 IS NULL OR c.score <= %(max_score)s)
-               AND (%(day)s::date IS NULL OR (c.seen_at >= (%(day)s::date::timestamp AT TIME ZONE 'UTC')
-                                              AND c.seen_at < ((%(day)s::date + 1)::timestamp AT TIME ZONE 'UTC')))
-             LIMIT %(cap)s) x) AS n
-  FROM unnest(ARRAY['exact', 'simhash', 'containment', 'minhash', 'semantic']) AS l(layer);
+-- name: review_layer_count
+-- Candidates of one status and layer, under the queue's other filters, counted
+-- up to %(cap)s (the page says "10,000+"), so that the counts stay as fast as
+-- the page on a queue of millions of automatic duplicates. The page asks once
+-- a layer: Citus plans no correlated subquery over a list of layers.
+SELECT count(*) AS n FROM (
+    SELECT 1 FROM duplicate_candidates c
+     WHERE c.status = %(status)s AND c.layer = %(layer)s
+       AND (%(source)s::text IS NULL OR c.source = %(source)s)
+       AND (%(min_score)s::float8 IS NULL OR c.score >= %(min_score)s)
+       AND (%(max_score)s::float8 IS NULL OR c.score <= %(max_score)s)
+       AND (%(day)s::date IS NULL OR (c.seen_at >= (%(day)s::date::timestamp AT TIME ZONE 'UTC')
+                                      AND c.seen_at < ((%(day)s::date + 1)::timestamp AT TIME ZONE 'UTC')))
+     LIMIT %(cap)s) x;
 
 -- name: review_pending_total
 SELECT count(*) AS n FROM duplicate_candidates WHERE status = 'pending';
@@ -203,25 +192,36 @@ SELECT count(*) AS n FROM duplicate_candidates WHERE status = 'pending';
 SELECT c.created_at, c.candidate_id FROM duplicate_candidates c WHERE c.candidate_id = %(id)s;
 
 -- name: review_candidate
--- One candidate with everything the page shows: both texts in full, both
--- sides' metadata and facts, the thresholds it was decided under (and what
--- review_fact_check needs: the incoming text's clauses, the matched one's count).
+-- One candidate with everything the page shows of it (its body is NULL when it
+-- is the matched document's: an exact duplicate), the thresholds it was
+-- decided under and what review_fact_check needs (its clauses). The matched
+-- document is review_matched_document's.
 SELECT c.candidate_id, c.status, c.layer, c.score, c.distance, c.thresholds, c.created_at, c.seen_at,
        c.published_at, c.decided_by, c.decided_at, c.note, c.external_id, c.source, c.url, c.title,
-       coalesce(c.body, d.body) AS body, c.body IS NULL AS body_is_matched, c.text_length, c.facts, c.doc_id,
-       c.matched_doc_id, c.matched_seen_at, d.doc_id IS NOT NULL AS matched_exists,
-       d.external_id AS matched_external_id, d.source AS matched_source, d.url AS matched_url,
-       d.title AS matched_title, d.body AS matched_body, d.published_at AS matched_published_at,
-       d.ingested_at AS matched_ingested_at, d.text_length AS matched_text_length, d.facts AS matched_facts,
-       c.clauses, d.clause_count AS matched_clause_count
+       c.body, c.text_length, c.facts, c.doc_id, c.matched_doc_id, c.matched_seen_at, c.clauses
   FROM duplicate_candidates c
-  LEFT JOIN documents d ON d.doc_id = c.matched_doc_id AND d.seen_at = c.matched_seen_at
  WHERE c.candidate_id = %(id)s;
+
+-- name: review_matched_document
+-- A candidate's matched document, by its key (no row once its day is dropped).
+SELECT d.external_id AS matched_external_id, d.source AS matched_source, d.url AS matched_url,
+       d.title AS matched_title, d.body AS matched_body, d.published_at AS matched_published_at,
+       d.ingested_at AS matched_ingested_at, d.text_length AS matched_text_length,
+       d.facts AS matched_facts, d.clause_count AS matched_clause_count
+  FROM documents d
+ WHERE d.doc_id = %(doc_id)s AND d.seen_at = %(seen_at)s;
+
+-- name: review_matched_titles
+-- The matched documents of a queue page: title and source by key (the
+-- seen_at list keeps the read to those days' partitions).
+SELECT d.doc_id, d.seen_at, d.source, d.title
+  FROM documents d
+ WHERE d.doc_id = ANY (%(docs)s::bigint[]) AND d.seen_at = ANY (%(seen)s::timestamptz[]);
 
 -- name: review_fact_check
 -- The fact check of a candidate's pair as dedup_ingest makes it: SQL's
 -- dedup_facts_verdict ('differ', 'added' or NULL) and dedup_copied_body, on
--- review_candidate's row. Its shares are those in force at the decision
+-- review_candidate's and review_matched_document's rows. Its shares are those in force at the decision
 -- (%(thresholds)s); the rules it holds no threshold for
 -- (facts_template_max_chars, facts_template_masked_similarity,
 -- facts_copied_body_share, ...) are the source's settings now. Clauses that

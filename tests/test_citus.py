@@ -549,23 +549,15 @@ def test_the_review_pages_fact_check_runs_on_the_cluster(citus_dsn, dsn, sina):
             verdicts = {v.id: (v.verdict, v.candidate_id) for v in dd.ingest_many(stream)}
             rows = {}
             for name in ("figure", "banner"):
-                # review_candidate's own join (a candidate and its matched
-                # document, distributed apart) does not plan on Citus: its
-                # columns one table at a time
-                c = dd.conn.execute(
-                    "SELECT source, thresholds, clauses, doc_id, matched_doc_id, matched_seen_at,"
-                    " facts, body, layer FROM duplicate_candidates WHERE candidate_id = %s",
-                    [verdicts[name][1]],
-                ).fetchone()
-                d = dd.conn.execute(
-                    "SELECT facts, body, clause_count FROM documents WHERE doc_id = %s"
-                    " AND seen_at = %s",
-                    [c[4], c[5]],
-                ).fetchone()
-                keys = ("source", "thresholds", "clauses", "doc_id", "matched_doc_id")
-                c = dict(zip(keys + ("matched_seen_at", "facts", "body", "layer"), c, strict=True))
-                c |= {"matched_facts": d[0], "matched_body": d[1], "matched_clause_count": d[2]}
-                c["body"] = c["body"] if c["body"] is not None else d[1]
+                # the page's two reads: the candidate, then its matched document
+                cur = dd.conn.execute(queries()["review_candidate"], {"id": verdicts[name][1]})
+                c = dict(zip([x.name for x in cur.description], cur.fetchone(), strict=True))
+                cur = dd.conn.execute(
+                    queries()["review_matched_document"],
+                    {"doc_id": c["matched_doc_id"], "seen_at": c["matched_seen_at"]},
+                )
+                c |= dict(zip([x.name for x in cur.description], cur.fetchone(), strict=True))
+                c["body"] = c["body"] if c["body"] is not None else c["matched_body"]
                 cur = dd.conn.execute(
                     queries()["review_fact_check"],
                     {
@@ -588,3 +580,58 @@ def test_the_review_pages_fact_check_runs_on_the_cluster(citus_dsn, dsn, sina):
     assert answers[0] == answers[1], answers
     assert answers[0]["figure"][0] == "review" and answers[0]["figure"][2] == "differ", answers
     assert answers[0]["banner"][0] == "duplicate" and answers[0]["banner"][2] is None, answers
+
+
+def test_the_review_page_works_on_the_cluster(citus_dsn, sina):
+    """The review page (a real server process) on a distributed database: the
+    queue and its counts, a candidate's page with both texts (the candidate and
+    its matched document are distributed apart), a decision and its undo."""
+    from review_support import login, seed, status
+    from test_service import _start
+
+    ids = seed(citus_dsn, sina)
+    proc, url = _start(citus_dsn)
+    try:
+        client, csrf = login(url, "alice")
+        auto = client.get("/review/api/queue", params={"status": "auto"})
+        assert auto.status_code == 200, auto.text
+        with psycopg.connect(citus_dsn) as conn:
+            expected = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT candidate_id FROM duplicate_candidates WHERE status = 'auto'"
+                    " ORDER BY created_at DESC, candidate_id DESC"
+                )
+            ]
+        assert [r["candidate_id"] for r in auto.json()["items"]] == expected
+        assert auto.json()["pending"] == 1
+        cid = ids["hostile-copy"]
+        one = client.get(f"/review/api/candidates/{cid}")
+        assert one.status_code == 200, one.text
+        data = one.json()
+        with psycopg.connect(citus_dsn) as conn:
+            matched_body = conn.execute(
+                "SELECT d.body FROM documents d WHERE d.external_id = 'sina-original'"
+            ).fetchone()[0]
+        assert data["candidate"]["matched_body"] == matched_body
+        assert data["candidate"]["matched_external_id"] == "sina-original"
+        page = client.get(f"/review/{cid}")
+        assert page.status_code == 200, page.text[:500]
+        assert '<b onmouseover="window.__pwned=4">' not in page.text  # escaped
+        j = {"accept": "application/json"}
+        pending = ids["demo-11-followup"]
+        r = client.post(
+            f"/review/{pending}/confirm", data={"csrf": csrf, "expected": "pending"}, headers=j
+        )
+        assert r.json()["outcome"] == "applied", r.text
+        assert status(citus_dsn, pending)[:2] == ("confirmed", None)
+        u = client.post("/review/undo", data={"csrf": csrf}, headers=j)
+        assert u.json()["outcome"] == "undone", u.text
+        assert status(citus_dsn, pending)[0] == "pending"
+        # and the psql-side verb that reads both texts
+        shown = CliRunner().invoke(cli, ["review", "show", str(cid), "--dsn", citus_dsn])
+        assert shown.exit_code == 0, shown.output
+        assert "--- matched: sina-original" in shown.output and matched_body in shown.output
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -7,6 +7,7 @@ import json
 import click
 import psycopg
 
+from ..candidates import read_candidate
 from ..sqlfiles import queries
 from .common import database_options, open_deduper, text_table
 
@@ -44,11 +45,9 @@ def review_list(limit: int, fmt: str, dsn: str | None, home: str | None) -> None
 def review_show(candidate_id: int, dsn: str | None, home: str | None) -> None:
     """One decision with both texts in full."""
     with open_deduper(dsn, home) as dd:
-        cur = dd.conn.execute(queries()["review_show"], {"id": candidate_id})
-        row = cur.fetchone()
-        if row is None:
+        c = read_candidate(dd.conn, candidate_id)
+        if c is None:
             raise click.ClickException(f"duplicate candidate {candidate_id} does not exist")
-        c = dict(zip([d.name for d in cur.description or []], row, strict=True))
     score = f"score {c['score']:.3f}" + (
         f", distance {c['distance']}" if c["distance"] is not None else ""
     )

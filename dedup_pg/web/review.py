@@ -42,6 +42,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
+from ..candidates import read_candidate
 from ..sqlfiles import queries
 from ..textdiff import Comparison, compare
 
@@ -277,6 +278,24 @@ def _rows(cur: psycopg.Cursor) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
+def _with_matched_titles(conn: psycopg.Connection, rows: list[dict[str, Any]]) -> None:
+    """Give each queue row its matched document's source and title (None once
+    that document's day is dropped), read by key in one query."""
+    keys = [(r["matched_doc_id"], r.pop("matched_seen_at")) for r in rows]
+    found = {
+        (m["doc_id"], m["seen_at"]): m
+        for m in _rows(
+            conn.execute(
+                queries()["review_matched_titles"],
+                {"docs": [k[0] for k in keys], "seen": list({k[1] for k in keys})},
+            )
+        )
+    }
+    for r, key in zip(rows, keys, strict=True):
+        m = found.get(key, {})
+        r["matched_source"], r["matched_title"] = m.get("source"), m.get("title")
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, datetime | date):
         return value.isoformat()
@@ -499,11 +518,13 @@ def install(
             rows = _rows(
                 dd.conn.execute(queries()["review_queue_up" if up else "review_queue_down"], params)
             )
+            _with_matched_titles(dd.conn, rows)
             counts = {
-                r["layer"]: r["n"]
-                for r in _rows(
-                    dd.conn.execute(queries()["review_counts"], {**filters.sql(), "cap": COUNT_CAP})
-                )
+                layer: dd.conn.execute(
+                    queries()["review_layer_count"],
+                    {**filters.sql(), "layer": layer, "cap": COUNT_CAP},
+                ).fetchone()[0]
+                for layer in LAYERS
             }
             pending = dd.conn.execute(queries()["review_pending_total"]).fetchone()[0]
         more = len(rows) > page_size
@@ -559,10 +580,9 @@ def install(
         if not 0 < candidate_id < 2**63:
             raise ReviewError(404, f"duplicate candidate {candidate_id} does not exist")
         with deduper() as dd:
-            rows = _rows(dd.conn.execute(queries()["review_candidate"], {"id": candidate_id}))
-            if not rows:
+            c = read_candidate(dd.conn, candidate_id)
+            if c is None:
                 raise ReviewError(404, f"duplicate candidate {candidate_id} does not exist")
-            c = rows[0]
             docs = [d for d in (c["matched_doc_id"], c["doc_id"]) if d is not None]
             sightings = _rows(
                 dd.conn.execute(
