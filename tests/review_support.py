@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from importlib.resources import files
 
 import httpx
 import psycopg
+from test_service import _start
 
 from dedup_pg import Deduper
 
@@ -79,3 +82,28 @@ def login(url: str, name: str, token: str | None = None) -> tuple[httpx.Client, 
     assert queue.status_code == 200
     csrf = re.search(r'<meta name="csrf-token" content="([^"]+)"', queue.text).group(1)
     return client, csrf
+
+
+@contextmanager
+def serving(dsn: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """The URL of a ``dedup-pg serve`` process on ``dsn``, stopped afterwards."""
+    proc, url = _start(dsn, env=env)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def queue_ids(dsn: str, status: str) -> list[int]:
+    """The candidate ids of one status in the queue's order for it (newest
+    first: every status but pending), as SQL gives them."""
+    with psycopg.connect(dsn) as conn:
+        return [
+            r[0]
+            for r in conn.execute(
+                "SELECT candidate_id FROM duplicate_candidates WHERE status = %s"
+                " ORDER BY created_at DESC, candidate_id DESC",
+                [status],
+            )
+        ]

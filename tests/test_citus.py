@@ -586,24 +586,14 @@ def test_the_review_page_works_on_the_cluster(citus_dsn, sina):
     """The review page (a real server process) on a distributed database: the
     queue and its counts, a candidate's page with both texts (the candidate and
     its matched document are distributed apart), a decision and its undo."""
-    from review_support import login, seed, status
-    from test_service import _start
+    from review_support import login, queue_ids, seed, serving, status
 
     ids = seed(citus_dsn, sina)
-    proc, url = _start(citus_dsn)
-    try:
+    with serving(citus_dsn) as url:
         client, csrf = login(url, "alice")
         auto = client.get("/review/api/queue", params={"status": "auto"})
         assert auto.status_code == 200, auto.text
-        with psycopg.connect(citus_dsn) as conn:
-            expected = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT candidate_id FROM duplicate_candidates WHERE status = 'auto'"
-                    " ORDER BY created_at DESC, candidate_id DESC"
-                )
-            ]
-        assert [r["candidate_id"] for r in auto.json()["items"]] == expected
+        assert [r["candidate_id"] for r in auto.json()["items"]] == queue_ids(citus_dsn, "auto")
         assert auto.json()["pending"] == 1
         cid = ids["hostile-copy"]
         one = client.get(f"/review/api/candidates/{cid}")
@@ -632,6 +622,3 @@ def test_the_review_page_works_on_the_cluster(citus_dsn, sina):
         shown = CliRunner().invoke(cli, ["review", "show", str(cid), "--dsn", citus_dsn])
         assert shown.exit_code == 0, shown.output
         assert "--- matched: sina-original" in shown.output and matched_body in shown.output
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)

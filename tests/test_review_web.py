@@ -9,8 +9,7 @@ from importlib.resources import files
 import httpx
 import psycopg
 import pytest
-from review_support import HOSTILE_BODY, HOSTILE_TITLE, login, seed, status
-from test_service import _start
+from review_support import HOSTILE_BODY, HOSTILE_TITLE, login, queue_ids, seed, serving, status
 
 from dedup_pg import Deduper
 
@@ -24,24 +23,16 @@ def site(template_dsn, sina):
     """(url, dsn, candidate ids) of a fresh server on a fresh, seeded database."""
     with fresh_database(template_dsn) as dsn:
         ids = seed(dsn, sina)
-        proc, url = _start(dsn)
-        try:
+        with serving(dsn) as url:
             yield url, dsn, ids
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
 
 
 @pytest.fixture
 def token_site(template_dsn, sina):
     with fresh_database(template_dsn) as dsn:
         ids = seed(dsn, sina)
-        proc, url = _start(dsn, env={"DEDUP_PG_API_TOKEN": TOKEN})
-        try:
+        with serving(dsn, env={"DEDUP_PG_API_TOKEN": TOKEN}) as url:
             yield url, dsn, ids
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
 
 
 def test_queue_needs_a_login_then_lists_and_counts(site):
@@ -53,14 +44,8 @@ def test_queue_needs_a_login_then_lists_and_counts(site):
     assert f'id="row-{ids["demo-11-followup"]}"' in pending.text
     auto = client.get("/review/api/queue", params={"status": "auto"}).json()
     listed = [r["candidate_id"] for r in auto["items"]]
+    expected = queue_ids(dsn, "auto")
     with psycopg.connect(dsn) as conn:
-        expected = [
-            r[0]
-            for r in conn.execute(
-                "SELECT candidate_id FROM duplicate_candidates WHERE status = 'auto'"
-                " ORDER BY created_at DESC, candidate_id DESC"
-            )
-        ]
         by_layer = dict(
             conn.execute(
                 "SELECT layer, count(*) FROM duplicate_candidates WHERE status = 'auto' GROUP BY layer"
