@@ -169,20 +169,10 @@ SELECT c.candidate_id, c.created_at, c.seen_at, c.status, c.layer, c.score, c.di
  ORDER BY c.created_at DESC, c.candidate_id DESC
  LIMIT %(limit)s;
 
--- name: review_layer_count
--- Candidates of one status and layer, under the queue's other filters, counted
--- up to %(cap)s (the page says "10,000+"), so that the counts stay as fast as
--- the page on a queue of millions of automatic duplicates. The page asks once
--- a layer: Citus plans no correlated subquery over a list of layers.
-SELECT count(*) AS n FROM (
-    SELECT 1 FROM duplicate_candidates c
-     WHERE c.status = %(status)s AND c.layer = %(layer)s
-       AND (%(source)s::text IS NULL OR c.source = %(source)s)
-       AND (%(min_score)s::float8 IS NULL OR c.score >= %(min_score)s)
-       AND (%(max_score)s::float8 IS NULL OR c.score <= %(max_score)s)
-       AND (%(day)s::date IS NULL OR (c.seen_at >= (%(day)s::date::timestamp AT TIME ZONE 'UTC')
-                                      AND c.seen_at < ((%(day)s::date + 1)::timestamp AT TIME ZONE 'UTC')))
-     LIMIT %(cap)s) x;
+-- name: review_layer_counts
+-- The queue's counts a layer (sql/schema/70_review.sql review_layer_counts).
+SELECT layer, n
+  FROM review_layer_counts(%(status)s, %(source)s, %(min_score)s, %(max_score)s, %(day)s, %(cap)s);
 
 -- name: review_pending_total
 SELECT count(*) AS n FROM duplicate_candidates WHERE status = 'pending';

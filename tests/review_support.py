@@ -107,3 +107,54 @@ def queue_ids(dsn: str, status: str) -> list[int]:
                 [status],
             )
         ]
+
+
+LAYERS = ("exact", "simhash", "containment", "minhash", "semantic")
+
+
+def check_layer_counts(dsn: str) -> int:
+    """review_layer_counts against the candidates counted here, in Python,
+    under each of the page's filters and with caps that bite; the number of
+    cases checked."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT status, layer, source, score, (seen_at AT TIME ZONE 'UTC')::date AS day"
+            " FROM duplicate_candidates"
+        ).fetchall()
+        assert rows
+        scores = sorted(r[3] for r in rows)
+        middle = scores[len(scores) // 2]
+        some = rows[0]
+        cases = [
+            {},
+            {"source": some[2]},
+            {"min_score": middle},
+            {"max_score": middle},
+            {"min_score": middle, "max_score": middle},
+            {"day": some[4]},
+            {"day": some[4] - timedelta(days=400)},
+            {"cap": 1},
+            {"cap": 2, "source": some[2]},
+        ]
+        checked = 0
+        for status in sorted({r[0] for r in rows}):
+            for case in cases:
+                f = {"source": None, "min_score": None, "max_score": None, "day": None} | case
+                cap = f.pop("cap", 10_000)
+                expected = {layer: 0 for layer in LAYERS}
+                for r in rows:
+                    if (
+                        r[0] == status
+                        and (f["source"] is None or r[2] == f["source"])
+                        and (f["min_score"] is None or r[3] >= f["min_score"])
+                        and (f["max_score"] is None or r[3] <= f["max_score"])
+                        and (f["day"] is None or r[4] == f["day"])
+                    ):
+                        expected[r[1]] = min(expected[r[1]] + 1, cap)
+                got = conn.execute(
+                    "SELECT layer, n FROM review_layer_counts(%s, %s, %s, %s, %s, %s)",
+                    [status, f["source"], f["min_score"], f["max_score"], f["day"], cap],
+                ).fetchall()
+                assert got == list(expected.items()), (status, case)
+                checked += 1
+        return checked

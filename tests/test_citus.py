@@ -586,9 +586,10 @@ def test_the_review_page_works_on_the_cluster(citus_dsn, sina):
     """The review page (a real server process) on a distributed database: the
     queue and its counts, a candidate's page with both texts (the candidate and
     its matched document are distributed apart), a decision and its undo."""
-    from review_support import login, queue_ids, seed, serving, status
+    from review_support import check_layer_counts, login, queue_ids, seed, serving, status
 
     ids = seed(citus_dsn, sina)
+    assert check_layer_counts(citus_dsn) >= 9 * 2
     with serving(citus_dsn) as url:
         client, csrf = login(url, "alice")
         auto = client.get("/review/api/queue", params={"status": "auto"})

@@ -9,7 +9,16 @@ from importlib.resources import files
 import httpx
 import psycopg
 import pytest
-from review_support import HOSTILE_BODY, HOSTILE_TITLE, login, queue_ids, seed, serving, status
+from review_support import (
+    HOSTILE_BODY,
+    HOSTILE_TITLE,
+    check_layer_counts,
+    login,
+    queue_ids,
+    seed,
+    serving,
+    status,
+)
 
 from dedup_pg import Deduper
 
@@ -65,6 +74,14 @@ def test_queue_needs_a_login_then_lists_and_counts(site):
     assert none["items"] == []
     day = client.get("/review/api/queue", params={"status": "auto", "day": "2000-01-01"}).json()
     assert day["items"] == [] and day["next"] is None
+
+
+def test_layer_counts_under_every_filter(template_dsn, sina):
+    """The page's counts (review_layer_counts): each layer of each status under
+    each filter, with caps that bite, as counting the rows gives them."""
+    with fresh_database(template_dsn) as dsn:
+        seed(dsn, sina)
+        assert check_layer_counts(dsn) >= 9 * 2
 
 
 def test_keyset_pages_cover_the_queue_once(site):

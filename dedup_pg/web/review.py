@@ -520,11 +520,12 @@ def install(
             )
             _with_matched_titles(dd.conn, rows)
             counts = {
-                layer: dd.conn.execute(
-                    queries()["review_layer_count"],
-                    {**filters.sql(), "layer": layer, "cap": COUNT_CAP},
-                ).fetchone()[0]
-                for layer in LAYERS
+                row["layer"]: row["n"]
+                for row in _rows(
+                    dd.conn.execute(
+                        queries()["review_layer_counts"], {**filters.sql(), "cap": COUNT_CAP}
+                    )
+                )
             }
             pending = dd.conn.execute(queries()["review_pending_total"]).fetchone()[0]
         more = len(rows) > page_size

@@ -54,3 +54,31 @@ SELECT d.doc_id,
  GROUP BY d.doc_id, d.title, d.seen_at, d.source, d.url;
 COMMENT ON VIEW document_clusters IS
     'Each kept document with its duplicates: how many sites carried the story, who first, when last.';
+
+-- from sql/schema/70_review.sql review_layer_counts: sha256 3e6281782afebe0c
+CREATE OR REPLACE FUNCTION review_layer_counts(p_status text, p_source text DEFAULT NULL,
+                                               p_min_score double precision DEFAULT NULL,
+                                               p_max_score double precision DEFAULT NULL,
+                                               p_day date DEFAULT NULL, p_cap bigint DEFAULT 10000)
+RETURNS TABLE (layer text, n bigint)
+-- Citus: one capped count a layer, each its own statement: a count correlated
+-- with a list of layers (unnest or VALUES) is refused ("correlated subqueries
+-- are not supported ...")
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_layer text;
+BEGIN
+    FOREACH v_layer IN ARRAY ARRAY['exact', 'simhash', 'containment', 'minhash', 'semantic'] LOOP
+        layer := v_layer;
+        SELECT count(*) INTO n FROM (
+            SELECT 1 FROM duplicate_candidates c
+             WHERE c.status = p_status AND c.layer = v_layer
+               AND (p_source IS NULL OR c.source = p_source)
+               AND (p_min_score IS NULL OR c.score >= p_min_score)
+               AND (p_max_score IS NULL OR c.score <= p_max_score)
+               AND (p_day IS NULL OR (c.seen_at >= (p_day::timestamp AT TIME ZONE 'UTC')
+                                      AND c.seen_at < ((p_day + 1)::timestamp AT TIME ZONE 'UTC')))
+             LIMIT p_cap) x;
+        RETURN NEXT;
+    END LOOP;
+END $$;

@@ -322,6 +322,36 @@ BEGIN
                         v_a.action_id, v_a.verb;
 END $$;
 
+-- Candidates of one status a layer, under the review page's other filters (a
+-- NULL filter matches everything; p_day is the UTC day of seen_at, the
+-- partition key), each counted up to p_cap (the page says "10,000+"), so that
+-- the counts stay as fast as the page on a queue of millions of automatic
+-- duplicates: each count stops at p_cap rows of duplicate_candidates_counts_idx.
+-- One statement, planned once for the five layers (bench/review_queue.py).
+CREATE FUNCTION review_layer_counts(p_status text, p_source text DEFAULT NULL,
+                                    p_min_score double precision DEFAULT NULL,
+                                    p_max_score double precision DEFAULT NULL,
+                                    p_day date DEFAULT NULL, p_cap bigint DEFAULT 10000)
+RETURNS TABLE (layer text, n bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT l.layer, k.n
+      FROM unnest(ARRAY['exact', 'simhash', 'containment', 'minhash', 'semantic'])
+               WITH ORDINALITY AS l(layer, o),
+           LATERAL (SELECT count(*) AS n FROM (
+               SELECT 1 FROM duplicate_candidates c
+                WHERE c.status = p_status AND c.layer = l.layer
+                  AND (p_source IS NULL OR c.source = p_source)
+                  AND (p_min_score IS NULL OR c.score >= p_min_score)
+                  AND (p_max_score IS NULL OR c.score <= p_max_score)
+                  AND (p_day IS NULL OR (c.seen_at >= (p_day::timestamp AT TIME ZONE 'UTC')
+                                         AND c.seen_at < ((p_day + 1)::timestamp AT TIME ZONE 'UTC')))
+                LIMIT p_cap) x) k
+     ORDER BY l.o
+$$;
+
+COMMENT ON FUNCTION review_layer_counts(text, text, double precision, double precision, date, bigint) IS
+    'Candidates of one status per layer under the review page''s filters (source, score range, UTC day), each counted up to p_cap.';
+
 -- The pending queue, oldest first, both texts side by side (trimmed).
 CREATE VIEW review_queue AS
 SELECT c.candidate_id AS id,
