@@ -1,0 +1,265 @@
+"""What storing a sample of each document's clauses would change (issue 19's
+recall study for the containment layer's clause index).
+
+Why
+---
+``document_clauses`` holds every distinct clause hash of every kept document:
+on sina2018 1,581 heap and 1,620 index bytes a kept document
+(bench/results/bytes.md), the largest part of what issue 19 must cut. Storing
+only a sample of a long document's clauses cuts those rows by the sampling
+rate; what it costs is that the containment layer then sees fewer shared
+clauses, and decides on an estimate. This measures how often that estimate
+changes the layer's decision, on real pairs, before any layout changes.
+
+The scheme studied
+------------------
+A clause hash ``h`` is in the sample when ``h & (k - 1) = 0`` (the same
+clauses in every copy of a text: a copy's sample is the original's sample of
+what they share). A document with fewer than ``T`` distinct clauses keeps all
+of them (its rows cost little, and its estimate would be too coarse). The
+incoming text probes with all of its clauses, as today, so:
+
+- a stored text kept whole is compared as today (exact shared count);
+- a sampled stored text ``A`` against incoming ``B``: shared = clauses of
+  ``B`` in ``A``'s sample, and both texts' clause counts are their samples'
+  (``|S(A)|``, ``|S(B)|``), so containment = shared / min(|S(A)|, |S(B)|)
+  estimates the full containment on the same scale. The other rules of the
+  layer (at least ``containment_min_shared`` shared, two at least; the
+  incoming share; the lead rule) read the same counts.
+
+The decision compared is the containment layer's alone (60_ingest.sql),
+without the store around the pair: ``duplicate`` (containment >=
+``containment_threshold`` and incoming share >= ``containment_incoming_share``,
+or the lead rule), ``band`` (a candidate at >= ``containment_review_threshold``
+otherwise: review, or a duplicate when ``dedup_copied_body`` says the body is
+copied) and ``none``. Not modelled: boilerplate (clauses held by
+``containment_boilerplate_docs`` stored documents are left out; with samples a
+long document's unsampled boilerplate is never counted as held), the SimHash
+layer's clause-overlap rule, and ``dedup_copied_body``'s own reading of the
+texts. Pairs: the tuning set (``bench/labels/sina2018_ngram_pairs_*``) and the
+validation set (``bench/labels/validation_pairs.jsonl``), each apart, B as the
+incoming text; bench/quality.py's generated edits of seeded sina2018 originals.
+
+Rows a document: the mean over sina2018's articles of the clause rows each
+would store; the bytes scale the measured bytes a row of
+``document_clauses`` (heap and index, bench/results/bytes.md) by it.
+
+    python bench/clause_sampling.py [--copies N] [--output PATH]
+
+Results: ``bench/results/clause_sampling.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import quality  # bench/quality.py's copy generators
+import validation
+from common import DATA, ROOT, Report, engine_revision, log, read_jsonl
+
+from dedup_pg.fingerprint import fingerprint
+from dedup_pg.normalize import NormalizeOptions
+
+RESULTS = ROOT / "bench" / "results" / "clause_sampling.md"
+OPTIONS = NormalizeOptions()
+
+#: the layer's settings in force (sql/schema/10_settings.sql)
+THRESHOLD = 0.8
+REVIEW_THRESHOLD = 0.5
+MIN_SHARED = 3
+INCOMING_SHARE = 0.35
+
+#: (k, T): keep clause h when h & (k - 1) == 0, all of them under T clauses;
+#: (1, 0) is today's layout
+SCHEMES = [(1, 0), (2, 8), (2, 16), (2, 32), (4, 8), (4, 16), (4, 32), (8, 16), (8, 32), (8, 64)]
+
+#: measured on sina2018 at revision 0021 (bench/results/bytes.md), a kept document
+CLAUSE_HEAP_BYTES = 1_581
+CLAUSE_INDEX_BYTES = 1_620
+
+
+@dataclass(frozen=True)
+class Text:
+    clauses: frozenset[int]
+    lead: tuple[int, ...]
+
+
+def text(article: dict) -> Text:
+    fp = fingerprint(article["body"], article.get("title"), OPTIONS)
+    return Text(frozenset(fp.clauses), fp.lead)
+
+
+def sample(clauses: frozenset[int], k: int) -> frozenset[int]:
+    return frozenset(h for h in clauses if h & (k - 1) == 0)
+
+
+def stored(a: Text, k: int, t: int) -> tuple[frozenset[int], bool]:
+    """The clause rows kept for ``a``, and whether they are a sample."""
+    if k == 1 or len(a.clauses) < t:
+        return a.clauses, False
+    return sample(a.clauses, k), True
+
+
+def decide(a: Text, b: Text, k: int, t: int) -> str:
+    """The containment layer's decision on incoming ``b`` against stored ``a``."""
+    rows, sampled = stored(a, k, t)
+    shared = len(b.clauses & rows)
+    n_item = len(sample(b.clauses, k)) if sampled else len(b.clauses)
+    stored_n = len(rows)
+    if len(b.clauses) < 2 or shared < 2 or n_item < 1:
+        return "none"
+    if shared < min(MIN_SHARED, n_item, max(stored_n, shared)):
+        return "none"
+    ratio = shared / min(n_item, max(stored_n, shared))
+    incoming = shared / n_item
+    if ratio >= THRESHOLD and incoming < INCOMING_SHARE and shared == stored_n and stored_n >= 2:
+        # the lead rule: every stored clause opens the incoming text
+        full_n = len(a.clauses)
+        if rows <= set(b.lead[: full_n + 2]):
+            incoming = 1.0
+    if ratio >= THRESHOLD and incoming >= INCOMING_SHARE:
+        return "duplicate"
+    if ratio >= REVIEW_THRESHOLD:
+        return "band"
+    return "none"
+
+
+def labelled(set_name: str) -> list[tuple[str, Text, Text]]:
+    pairs = (
+        validation.tuning_pairs()
+        if set_name == "tuning"
+        else [p for p in read_jsonl(validation.VALIDATION) if p["label"] != "page_code"]
+    )
+    return [(p["label"], text(a), text(b)) for p, a, b in validation.resolve(pairs)]
+
+
+def generated(copies: int, seed: int) -> list[tuple[str, Text, Text]]:
+    articles = read_jsonl(DATA / "news" / "sina2018.jsonl")
+    pool, _ = quality.distinct_pool(articles)
+    rng = random.Random(seed)
+    originals = rng.sample(pool, copies * 2)
+    makers = {
+        "ad_paragraph": quality.make_ad_paragraph,
+        "new_title": quality.make_new_title,
+        "shuffled": quality.make_shuffled,
+        "deleted_fifth": quality.make_deleted_fifth,
+    }
+    out = []
+    for i, a in enumerate(originals[:copies]):
+        ta = text(a)
+        for name, make in makers.items():
+            title, body = make(a, rng)
+            out.append((name, ta, text({"title": title, "body": body})))
+        title, body = quality.make_lead_rewrite(a, rng, originals[copies + i])
+        out.append(("lead_rewrite", ta, text({"title": title, "body": body})))
+        # a distinct original against this one: what should stay "none"
+        out.append(("distinct", ta, text(originals[copies + i])))
+    return out
+
+
+def compare(pairs: list[tuple[str, Text, Text]]) -> dict[str, dict]:
+    """group -> Counter of (scheme, today's decision, the scheme's decision)."""
+    groups: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for group, a, b in pairs:
+        today = decide(a, b, 1, 0)
+        for scheme in SCHEMES:
+            got = decide(a, b, *scheme)
+            for name in (group, "all"):
+                groups[name][(scheme, today, got)] += 1
+    return groups
+
+
+def name(scheme: tuple[int, int]) -> str:
+    k, t = scheme
+    return "all clauses (today)" if k == 1 else f"1/{k}, all under {t}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--copies", type=int, default=300, help="originals per generated edit type")
+    ap.add_argument("--seed", type=int, default=20181120)
+    ap.add_argument("--output", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    started = time.perf_counter()
+
+    log("clauses of the labelled pairs")
+    sets = {name: compare(labelled(name)) for name in ("tuning", "validation")}
+    log("generated edits")
+    sets["generated edits"] = compare(generated(args.copies, args.seed))
+    log("rows a document over sina2018")
+    articles = read_jsonl(DATA / "news" / "sina2018.jsonl")
+    texts = [text(a) for a in articles]
+    rows = {s: sum(len(stored(x, *s)[0]) for x in texts) / len(texts) for s in SCHEMES}
+
+    out = Report()
+    out(
+        f"# Clause sampling and the containment layer ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})"
+    )
+    out("")
+    out(
+        f"`python bench/clause_sampling.py --copies {args.copies}`, engine at {engine_revision()}; "
+        f"{time.perf_counter() - started:.0f} s. The containment layer's decision (duplicate, "
+        "band = review or copied body, none) on incoming B against stored A, with today's clause "
+        "rows and with a sample of a long stored text's clauses (h & (k-1) = 0; all of them under "
+        "T clauses). The store around the pair (boilerplate) is not modelled."
+    )
+    out("")
+    out("Rows and bytes a document (sina2018, all 11,377 articles):")
+    out("")
+    out("| scheme | clause rows a document | est. heap + index bytes a kept document |")
+    out("|---|---:|---:|")
+    base = rows[(1, 0)]
+    for s in SCHEMES:
+        est = (CLAUSE_HEAP_BYTES + CLAUSE_INDEX_BYTES) * rows[s] / base
+        out(f"| {name(s)} | {rows[s]:.1f} | {est:,.0f} |")
+    out("")
+    out(
+        "Decisions: today's count of each, then per scheme the pairs whose decision "
+        "changes (`dup->band` etc.; 'same' is the share unchanged)."
+    )
+    for set_name, groups in sets.items():
+        out("")
+        out(f"### {set_name}")
+        out("")
+        out(
+            "| group | pairs | today dup / band / none | "
+            + " | ".join(map(name, SCHEMES[1:]))
+            + " |"
+        )
+        out("|---|---:|---|" + "---|" * (len(SCHEMES) - 1))
+        for group in sorted(groups, key=lambda g: (g == "all", g)):
+            c = groups[group]
+            today = collections.Counter()
+            for (s, t0, _g), n in c.items():
+                if s == (1, 0):
+                    today[t0] += n
+            total = sum(today.values())
+            cells = []
+            for s in SCHEMES[1:]:
+                moved = collections.Counter()
+                same = 0
+                for (s2, t0, g), n in c.items():
+                    if s2 != s:
+                        continue
+                    if t0 == g:
+                        same += n
+                    else:
+                        moved[f"{t0[:4]}->{g[:4]}"] += n
+                detail = ", ".join(f"{m} {n}" for m, n in sorted(moved.items()))
+                cells.append(f"{100 * same / total:.1f}%" + (f" ({detail})" if detail else ""))
+            out(
+                f"| {group} | {total} | {today['duplicate']} / {today['band']} / {today['none']} | "
+                + " | ".join(cells)
+                + " |"
+            )
+    out.write(args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
