@@ -623,3 +623,63 @@ def test_the_review_page_works_on_the_cluster(citus_dsn, sina):
         shown = CliRunner().invoke(cli, ["review", "show", str(cid), "--dsn", citus_dsn])
         assert shown.exit_code == 0, shown.output
         assert "--- matched: sina-original" in shown.output and matched_body in shown.output
+
+
+def test_stats_review_list_and_template_learning_on_the_cluster(citus_dsn, dsn, sina):
+    """What analysts and reviewers run besides the page: ``dedup-pg stats`` (table,
+    JSON, Prometheus), ``review list`` and the template learner (``templates
+    learn`` / ``list``, then a templated page fingerprints as its article), each
+    on the cluster and on one node with the same input, same answers."""
+    from review_support import seed
+
+    nav, footer = "首页 | 新闻 | 体育 | 娱乐 | 财经 | 科技", "Copyright © 2018 某某网 版权所有"
+    pages = [
+        {"id": f"t{i}", "body": f"{nav}\n{a['body']}\n{footer}", "source": "site.cn"}
+        for i, a in enumerate(sina[100:115])
+    ]
+    outputs = {}
+    for name, target in (("cluster", citus_dsn), ("node", dsn)):
+        seed(target, sina)
+        with Deduper(target) as dd:
+            assert all(v.verdict == "new" for v in dd.ingest_many(pages))
+        runner = CliRunner()
+        got = {}
+        for args in (
+            ["stats", "--format", "json"],
+            ["stats", "--format", "prometheus"],
+            ["stats"],
+            ["review", "list", "--format", "json"],
+            ["templates", "learn", "--min-docs", "5"],
+            ["templates", "list", "--format", "json"],
+        ):
+            result = runner.invoke(cli, [*args, "--dsn", target])
+            assert result.exit_code == 0, (name, args, result.output)
+            got[" ".join(args)] = result.output
+        with Deduper(target) as dd:
+            bare = dd.ingest({"id": "bare", "body": sina[120]["body"], "source": "feed"})
+            page = dd.ingest(
+                {"id": "page", "body": f"{nav}\n{sina[120]['body']}\n{footer}", "source": "site.cn"}
+            )
+        got["verdicts"] = (bare.verdict, page.verdict, page.layer, page.matched_id)
+        outputs[name] = got
+    cluster, node = outputs["cluster"], outputs["node"]
+    assert cluster["verdicts"] == node["verdicts"] == ("new", "duplicate", "exact", "bare")
+    stats = json.loads(cluster["stats --format json"])
+    assert stats == json.loads(node["stats --format json"])
+    assert stats["totals"]["pending_review"] == 1 and stats["daily"]
+    assert cluster["stats --format prometheus"] == node["stats --format prometheus"]
+    assert cluster["stats"] == node["stats"]
+
+    def without_ids(rows: str) -> list[dict]:
+        keep = ("layer", "score", "source", "external_id", "title", "matched_title")
+        return [{k: r[k] for k in keep} for r in json.loads(rows)]
+
+    listed = without_ids(cluster["review list --format json"])
+    assert listed == without_ids(node["review list --format json"]) and len(listed) == 1
+    assert cluster["templates learn --min-docs 5"] == node["templates learn --min-docs 5"]
+    assert "site.cn" in cluster["templates learn --min-docs 5"]
+    patterns = json.loads(cluster["templates list --format json"])
+    assert {p["text"] for p in patterns} == {nav, footer}, patterns
+    assert [p["text"] for p in patterns] == [
+        p["text"] for p in json.loads(node["templates list --format json"])
+    ]
