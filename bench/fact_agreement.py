@@ -19,7 +19,8 @@ The validation pairs (page code left out) are split in two by a hash of
 half reports it, unchanged. Only pairs outside the region the hash layers
 already merge (containment >= 0.8 with MinHash >= 0.5 or no signature) are
 candidates. Rule: (containment >= c or MinHash >= m; with ``both``,
-containment >= c and MinHash >= m or no signature) and (the share of
+containment >= c and MinHash >= m or no signature), at least k distinct
+clauses shared, and (the share of
 numbers shared, of the text with fewer, >= s, or neither text holds one) and
 (masked minus plain clause Jaccard <= d). The grid is scored on the explore
 half as same-story pairs gained minus 5 x (templates + other different pairs)
@@ -61,6 +62,7 @@ GRID = {
     "s": (0.7, 0.8, 0.9, 1.0),
     "d": (0.0, 0.02, 0.05),
     "both": (False, True),
+    "k": (0, 5, 8, 10, 15),
 }
 
 
@@ -85,6 +87,7 @@ def features(a: dict, b: dict) -> dict:
     nb = {f for f in fb.facts if any(ch.isdigit() for ch in f)}
     return {
         "cont": len(ca & cb) / max(1, min(len(ca), len(cb))),
+        "shared": len(ca & cb),
         "mh": None
         if fa.minhash is None or fb.minhash is None
         else sum(x == y for x, y in zip(fa.minhash, fb.minhash, strict=True)) / len(fa.minhash),
@@ -98,11 +101,11 @@ def merged_today(f: dict) -> bool:
     return f["cont"] >= 0.8 and (f["mh"] is None or f["mh"] >= 0.5)
 
 
-def rule(f: dict, c: float, m: float, s: float, d: float, both: bool) -> bool:
+def rule(f: dict, c: float, m: float, s: float, d: float, both: bool, k: int) -> bool:
     has_mh = f["mh"] is not None and f["mh"] >= m
     near = (f["cont"] >= c and (has_mh or f["mh"] is None)) if both else (f["cont"] >= c or has_mh)
     numbers = f["numbers"] is None or f["numbers"] >= s
-    return near and numbers and f["lift"] <= d
+    return near and numbers and f["lift"] <= d and f["shared"] >= k
 
 
 def half(p: dict) -> str:
@@ -135,8 +138,14 @@ def main(argv: list[str] | None = None) -> int:
         score = k["same_story"] - 5 * (k["different_template"] + k["different"])
         scored.append((score, params, k))
     scored.sort(key=lambda x: -x[0])
-    # the best of each form: either signal near (or), both near (and)
-    chosen = [next(p for _s, p, _k in scored if p[-1] is both) for both in (False, True)]
+    # the best of each form: either signal near (or) with no minimum of shared
+    # clauses, then with one; both near (and)
+    forms = [
+        lambda p: p[4] is False and p[5] == 0,
+        lambda p: p[4] is False and p[5] > 0,
+        lambda p: p[4] is True,
+    ]
+    chosen = [next(p for _s, p, _k in scored if form(p)) for form in forms]
 
     out = Report()
     out(f"# Fact agreement as a signal ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})")
@@ -164,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     out("")
     out("The grid's best five on the explore half (c, m, s, d, both: pairs the rule would merge):")
     out("")
-    out("| c | m | s | d | both | same_story | different_template | different | same_event |")
-    out("|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+    out("| c | m | s | d | both | k | same_story | different_template | different | same_event |")
+    out("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
     for _score, params, k in scored[:5]:
         out(
             "| "
@@ -176,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     for best in chosen:
         out("")
-        out(f"The chosen rule (c, m, s, d, both) = {best} on each set:")
+        out(f"The chosen rule (c, m, s, d, both, k) = {best} on each set:")
         out("")
         out(
             "| set | same_story: all / outside today's merge / merged by the rule "
