@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import random
 import time
 from pathlib import Path
 
@@ -117,30 +116,17 @@ def labelled(set_name: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
 
 def generated(copies: int, seed: int) -> list[tuple[str, np.ndarray, np.ndarray]]:
     articles = read_jsonl(DATA / "news" / "sina2018.jsonl")
-    pool, _ = quality.distinct_pool(articles)
-    rng = random.Random(seed)
-    originals = rng.sample(pool, copies * 2)
-    makers = {
-        "ad_paragraph": quality.make_ad_paragraph,
-        "new_title": quality.make_new_title,
-        "shuffled": quality.make_shuffled,
-        "deleted_fifth": quality.make_deleted_fifth,
-    }
+    signatures: dict[str, np.ndarray | None] = {}
+
+    def signed(a: dict) -> bool:  # originals without a signature get no copies
+        signatures[a["id"]] = signature(a)
+        return signatures[a["id"]] is not None
+
     out = []
-    for k, a in enumerate(originals[:copies]):
-        sa = signature(a)
-        if sa is None:
-            continue
-        for name, make in makers.items():
-            title, body = make(a, rng)
-            sb = signature({"title": title, "body": body})
-            if sb is not None:
-                out.append((name, sa, sb))
-        donor = originals[copies + k]
-        title, body = quality.make_lead_rewrite(a, rng, donor)
-        sb = signature({"title": title, "body": body})
+    for name, a, b in quality.study_edits(articles, copies, seed, keep=signed):
+        sb = signature(b)
         if sb is not None:
-            out.append(("lead_rewrite", sa, sb))
+            out.append((name, signatures[a["id"]], sb))
     return out
 
 

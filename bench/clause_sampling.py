@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,25 +139,12 @@ def labelled(set_name: str) -> list[tuple[str, Text, Text]]:
 
 def generated(copies: int, seed: int) -> list[tuple[str, Text, Text]]:
     articles = read_jsonl(DATA / "news" / "sina2018.jsonl")
-    pool, _ = quality.distinct_pool(articles)
-    rng = random.Random(seed)
-    originals = rng.sample(pool, copies * 2)
-    makers = {
-        "ad_paragraph": quality.make_ad_paragraph,
-        "new_title": quality.make_new_title,
-        "shuffled": quality.make_shuffled,
-        "deleted_fifth": quality.make_deleted_fifth,
-    }
+    texts: dict[int, Text] = {}
     out = []
-    for i, a in enumerate(originals[:copies]):
-        ta = text(a)
-        for name, make in makers.items():
-            title, body = make(a, rng)
-            out.append((name, ta, text({"title": title, "body": body})))
-        title, body = quality.make_lead_rewrite(a, rng, originals[copies + i])
-        out.append(("lead_rewrite", ta, text({"title": title, "body": body})))
-        # a distinct original against this one: what should stay "none"
-        out.append(("distinct", ta, text(originals[copies + i])))
+    for name, a, b in quality.study_edits(articles, copies, seed, distinct=True):
+        if id(a) not in texts:
+            texts[id(a)] = text(a)
+        out.append((name, texts[id(a)], text(b)))
     return out
 
 

@@ -63,7 +63,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -339,6 +339,43 @@ MAKERS = {
     "shuffled": make_shuffled,
     "deleted_fifth": make_deleted_fifth,
 }
+
+
+def study_edits(
+    articles: list[dict],
+    copies: int,
+    seed: int,
+    distinct: bool = False,
+    keep: Callable[[dict], bool] | None = None,
+) -> list[tuple[str, dict, dict]]:
+    """(edit type, original, its copy) for the recall studies (bench/candidate_recall.py,
+    bench/clause_sampling.py): ``copies`` seeded originals of the distinct pool, each
+    with an ad paragraph, a new title, shuffled paragraphs, a fifth deleted and a lead
+    rewritten from another original; with ``distinct``, also that other original
+    itself ("distinct": a pair that should stay apart). An original ``keep`` refuses
+    gets no copies (nor draws from the seeded generator)."""
+    pool, _ = distinct_pool(articles)
+    rng = random.Random(seed)
+    originals = rng.sample(pool, copies * 2)
+    makers = {
+        "ad_paragraph": make_ad_paragraph,
+        "new_title": make_new_title,
+        "shuffled": make_shuffled,
+        "deleted_fifth": make_deleted_fifth,
+    }
+    out = []
+    for i, a in enumerate(originals[:copies]):
+        if keep is not None and not keep(a):
+            continue
+        for name, make in makers.items():
+            title, body = make(a, rng)
+            out.append((name, a, {"title": title, "body": body}))
+        donor = originals[copies + i]
+        title, body = make_lead_rewrite(a, rng, donor)
+        out.append(("lead_rewrite", a, {"title": title, "body": body}))
+        if distinct:
+            out.append(("distinct", a, donor))
+    return out
 
 
 def wrap_in_template(a: dict) -> str:
