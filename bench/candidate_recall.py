@@ -100,14 +100,9 @@ def theory(s: float, bands: int, rows: int) -> float:
     return 1 - (1 - s**rows) ** bands
 
 
-def labelled(set_name: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    pairs = (
-        validation.tuning_pairs()
-        if set_name == "tuning"
-        else [p for p in read_jsonl(validation.VALIDATION) if p["label"] != "page_code"]
-    )
+def labelled(pairs: list[tuple[dict, dict, dict]]) -> list[tuple[str, np.ndarray, np.ndarray]]:
     out = []
-    for p, a, b in validation.resolve(pairs):
+    for p, a, b in pairs:
         sa, sb = signature(a), signature(b)
         if sa is not None and sb is not None:
             out.append((p["label"], sa, sb))
@@ -169,7 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
 
     log("signatures of the labelled pairs")
-    sets = {name: recall_rows(labelled(name)) for name in ("tuning", "validation")}
+    sets = {
+        name: recall_rows(labelled(pairs)) for name, pairs in validation.labelled_sets().items()
+    }
     log("generated edits")
     sets["generated edits"] = recall_rows(generated(args.copies, args.seed))
     log("probe load over sina2018")

@@ -128,13 +128,8 @@ def decide(a: Text, b: Text, k: int, t: int) -> str:
     return "none"
 
 
-def labelled(set_name: str) -> list[tuple[str, Text, Text]]:
-    pairs = (
-        validation.tuning_pairs()
-        if set_name == "tuning"
-        else [p for p in read_jsonl(validation.VALIDATION) if p["label"] != "page_code"]
-    )
-    return [(p["label"], text(a), text(b)) for p, a, b in validation.resolve(pairs)]
+def labelled(pairs: list[tuple[dict, dict, dict]]) -> list[tuple[str, Text, Text]]:
+    return [(p["label"], text(a), text(b)) for p, a, b in pairs]
 
 
 def generated(copies: int, seed: int) -> list[tuple[str, Text, Text]]:
@@ -174,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
 
     log("clauses of the labelled pairs")
-    sets = {name: compare(labelled(name)) for name in ("tuning", "validation")}
+    sets = {name: compare(labelled(pairs)) for name, pairs in validation.labelled_sets().items()}
     log("generated edits")
     sets["generated edits"] = compare(generated(args.copies, args.seed))
     log("rows a document over sina2018")

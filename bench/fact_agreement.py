@@ -46,7 +46,7 @@ import unicodedata
 from pathlib import Path
 
 import validation
-from common import ROOT, Report, engine_revision, log, read_jsonl
+from common import ROOT, Report, engine_revision, log
 
 from dedup_pg.fingerprint import fingerprint
 from dedup_pg.normalize import NormalizeOptions
@@ -126,10 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     log("features of the validation and tuning pairs")
     sets: dict[str, list[tuple[str, dict]]] = {"explore": [], "holdout": [], "tuning": []}
-    pairs = [p for p in read_jsonl(validation.VALIDATION) if p["label"] != "page_code"]
-    for p, a, b in validation.resolve(pairs):
+    labelled = validation.labelled_sets()
+    for p, a, b in labelled["validation"]:
         sets[half(p)].append((p["label"], features(a, b)))
-    for p, a, b in validation.resolve(validation.tuning_pairs()):
+    for p, a, b in labelled["tuning"]:
         sets["tuning"].append((p["label"], features(a, b)))
 
     scored = []

@@ -203,6 +203,16 @@ def resolve(pairs: list[dict]) -> list[tuple[dict, dict, dict]]:
     return out_pairs
 
 
+def labelled_sets() -> dict[str, list[tuple[dict, dict, dict]]]:
+    """The two labelled sets as (pair, A, B): "tuning" (bench/labels, the rules
+    were chosen on it) and "validation" (never tuned on), its page-code pairs
+    left out."""
+    return {
+        "tuning": resolve(tuning_pairs()),
+        "validation": resolve([p for p in read_jsonl(VALIDATION) if p["label"] != "page_code"]),
+    }
+
+
 # --------------------------------------------------------------------------- running
 
 
@@ -358,10 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
 
     validation = read_jsonl(VALIDATION)
-    sets = {
-        "tuning": resolve([p for p in tuning_pairs()]),
-        "validation": resolve([p for p in validation if p["label"] != "page_code"]),
-    }
+    sets = labelled_sets()
     if args.only:
         sets = {args.only: sets[args.only]}
     page_code = collections.Counter(p["corpus"] for p in validation if p["label"] == "page_code")
