@@ -222,9 +222,13 @@ def migrate(dsn: str, revision: str = "head") -> None:
 
     A database with the citus extension is a Citus coordinator: an empty one is
     built distributed from the schema (``create_schema(citus=True)``), since the
-    revisions would create plain tables; one at the head revision is left as it
-    is. Upgrading a distributed database through revisions is not supported
-    (the revisions carry single-node definitions): see DISTRIBUTION.md."""
+    revisions would create plain tables. One at an older revision is upgraded to
+    the head through the revisions, then given the Citus form of every object
+    ``sql/citus/`` redefines (the revisions carry single-node definitions), all
+    in one transaction (a statement the cluster refuses leaves it as it was),
+    unless a pending revision creates a table (``schema.citus_upgrade_blockers``:
+    it would not be distributed); then, and for any target but the head, it is
+    refused. See DISTRIBUTION.md."""
     with connect(dsn, autocommit=True) as conn:
         check_server(conn)
         current = _revision(conn)
@@ -236,12 +240,22 @@ def migrate(dsn: str, revision: str = "head") -> None:
         return
     if current is None and revision == "head":
         create_schema(dsn, citus=True)
-    else:
+        return
+    from . import schema
+
+    blockers = (
+        schema.citus_upgrade_blockers(current)
+        if current is not None
+        else ["every one (an empty database is built at the head)"]
+    )
+    if revision != "head" or blockers:
         raise DatabaseError(
             f"this Citus database is at revision {current}, the package's head is "
-            f"{shipped_head()}: revisions are single-node; see DISTRIBUTION.md "
-            "(moving a database onto a cluster)"
+            f"{shipped_head()}: a Citus database is upgraded to the head only, by revisions "
+            f"that create no table (these do: {', '.join(blockers) or 'none'}); see "
+            "DISTRIBUTION.md (moving a database onto a cluster)"
         )
+    _alembic(dsn, "upgrade", "head", then=schema.citus_forms_sql())
 
 
 def create_schema(dsn: str, *, citus: bool = False) -> None:
@@ -292,7 +306,9 @@ def downgrade(dsn: str, revision: str) -> None:
     _alembic(dsn, "downgrade", revision)
 
 
-def _alembic(dsn: str, action: str, revision: str) -> None:
+def _alembic(dsn: str, action: str, revision: str, then: str | None = None) -> None:
+    """Run an Alembic command in one transaction (every revision it applies, or
+    none), and ``then``, SQL run in that transaction after the revisions."""
     from alembic import command
     from alembic.config import Config
     from sqlalchemy import create_engine
@@ -309,6 +325,8 @@ def _alembic(dsn: str, action: str, revision: str) -> None:
         with engine.begin() as connection:
             config.attributes["connection"] = connection
             getattr(command, action)(config, revision)
+            if then is not None:
+                connection.connection.driver_connection.execute(then)
     finally:
         engine.dispose()
 

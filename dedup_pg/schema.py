@@ -391,6 +391,63 @@ def citus_objects() -> dict[str, Definition]:
     return replay(_file_statements(citus_files()))
 
 
+def citus_forms_sql() -> str:
+    """Every function and view ``sql/citus/`` defines, as it defines it: what a
+    Citus coordinator applies again after revisions, which carry the
+    single-node definitions."""
+    parts = []
+    for d in citus_objects().values():
+        if d.kind in ("function", "view"):
+            # as the file says it (the schema's comment stays when it adds none)
+            comment = [d.comment.text] if d.comment is not None else []
+            parts.append("\n".join([d.create.text, *(a.text for a in d.alters), *comment]))
+    return "\n\n".join(parts)
+
+
+def citus_upgrade_blockers(after: str) -> list[str]:
+    """What the revisions after ``after`` do that a Citus coordinator is not
+    taken through: create a table (it would be a local table, not
+    distributed), or run SQL of their Alembic script's own besides their SQL
+    file (0021's rewrite of the MinHash band rows, which a cluster refuses).
+    One line each, ``"0001: table documents"``; empty when the upgrade can run."""
+    out = []
+    for path in migration_files():
+        if path.name[:4] <= after:
+            continue
+        for s in split_statements(path.read_text(encoding="utf-8")):
+            if s.kind == "table" and s.action == "create":
+                out.append(f"{path.name[:4]}: table {s.names[0]}")
+    for path in sorted(packaged_dir("migrations").joinpath("versions").iterdir(), key=str):
+        name = Path(str(path)).name
+        if name[:4].isdigit() and name.endswith(".py") and name[:4] > after:
+            if _runs_own_sql(path.read_text(encoding="utf-8")):
+                out.append(f"{name[:4]}: SQL of its own in {name}")
+    return sorted(out)
+
+
+def _runs_own_sql(script: str) -> bool:
+    """Does an Alembic script's upgrade() call ``op`` with anything but
+    ``op.execute(read_sql(...))``?"""
+    for node in ast.parse(script).body:
+        if isinstance(node, ast.FunctionDef) and node.name == "upgrade":
+            for call in ast.walk(node):
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and isinstance(call.func.value, ast.Name)
+                    and call.func.value.id == "op"
+                ):
+                    arg = call.args[0] if call.args else None
+                    if not (
+                        call.func.attr == "execute"
+                        and isinstance(arg, ast.Call)
+                        and isinstance(arg.func, ast.Name)
+                        and arg.func.id == "read_sql"
+                    ):
+                        return True
+    return False
+
+
 def create_schema(conn: Any, *, citus: bool = False) -> None:
     """Build the schema in an empty database from ``sql/schema/`` (one
     transaction; the caller stamps the Alembic revision); with ``citus``, then

@@ -6,6 +6,7 @@ database fed the same stream."""
 
 from __future__ import annotations
 
+import difflib
 import json
 from datetime import datetime, timedelta, timezone
 
@@ -683,3 +684,69 @@ def test_stats_review_list_and_template_learning_on_the_cluster(citus_dsn, dsn, 
     assert [p["text"] for p in patterns] == [
         p["text"] for p in json.loads(node["templates list --format json"])
     ]
+
+
+def _catalog_without_shards(dsn: str) -> list[str]:
+    """The schema's catalog (schema.catalog) less the shard placements a
+    coordinator holds (reference tables' shards, named ``<table>_<shard id>``)."""
+    import re
+
+    from dedup_pg import schema
+
+    with psycopg.connect(dsn) as conn:
+        return [line for line in schema.catalog(conn) if not re.search(r"_\d{6,}\b", line)]
+
+
+def test_a_cluster_database_is_upgraded_through_the_revisions(citus_cluster, citus_dsn, sina):
+    """A Citus database at an older revision (one at the head, with documents,
+    taken down through the revisions' downgrades) is upgraded by migrate(): the
+    revisions, then the Citus form of every object sql/citus/ redefines, in one
+    transaction. Then its catalog is a new cluster database's, and ingest and the
+    review page's counts run on it."""
+    from review_support import check_layer_counts, seed
+
+    start = "0022"  # 0021 rewrites rows a cluster refuses: a blocker (the test below)
+    seed(citus_dsn, sina)
+    database.downgrade(citus_dsn, start)
+    assert database.current_revision(citus_dsn) == start
+    database.migrate(citus_dsn)
+    assert database.current_revision(citus_dsn) == database.shipped_head()
+    name = "citus_fresh_upgrade"
+    fresh = citus_cluster.create_database(name)
+    try:
+        database.create_schema(fresh, citus=True)
+        allow_backfill(fresh)  # as seed() did
+        upgraded, built = _catalog_without_shards(citus_dsn), _catalog_without_shards(fresh)
+        assert upgraded == built, "\n".join(
+            difflib.unified_diff(built, upgraded, "built", "upgraded", lineterm="", n=1)
+        )
+    finally:
+        citus_cluster.drop_database(name)
+    assert check_layer_counts(citus_dsn) >= 9 * 2
+    with Deduper(citus_dsn) as dd:
+        stored = dd.conn.execute(
+            "SELECT title, body FROM documents WHERE external_id = 'sina-original'"
+        ).fetchone()
+        again = dd.ingest({"id": "again", "title": stored[0], "body": stored[1] + "\n（完）"})
+    assert (again.verdict, again.matched_id) == ("duplicate", "sina-original")
+
+
+def test_a_cluster_upgrade_through_a_revision_it_cannot_take_is_refused(citus_dsn):
+    """Revision 0019 creates a table (it would be local, not distributed), and
+    0021 rewrites rows by SQL of its Alembic script (refused by the cluster: "cannot
+    insert multiple commands into a prepared statement"): a Citus database
+    before them is refused, and left as it was."""
+    from dedup_pg import schema
+    from dedup_pg.database import DatabaseError
+
+    assert schema.citus_upgrade_blockers(database.shipped_head()) == []
+    assert schema.citus_upgrade_blockers("0021") == []
+    assert schema.citus_upgrade_blockers("0018") == [
+        "0019: table document_minhash_bands",
+        "0021: SQL of its own in 0021_minhash_16_bands_of_3.py",
+    ]
+    with psycopg.connect(citus_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '0020'")
+    with pytest.raises(DatabaseError, match="0021: SQL of its own"):
+        database.migrate(citus_dsn)
+    assert database.current_revision(citus_dsn) == "0020"
