@@ -96,6 +96,12 @@ def sina(shared_data: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="session")
+def dxy(shared_data: Path) -> list[dict]:
+    """Short real news items (DXY's COVID feed: a title and a ~160-character summary)."""
+    return read_jsonl(shared_data / "news" / "dxy_covid_short.jsonl")
+
+
+@pytest.fixture(scope="session")
 def sina_all(shared_data: Path) -> list[dict]:
     """Every Sina article (the labelled pairs name articles beyond the first 1,500)."""
     return read_jsonl(shared_data / "news" / "sina2018.jsonl")
