@@ -334,6 +334,17 @@ def find(objects: dict[str, Definition], spec: str) -> Definition:
     return matches[0]
 
 
+def execute_each(op: Any, sql: str) -> None:
+    """Run ``sql`` through Alembic's ``op`` one statement a call. A Citus
+    coordinator refuses DDL on a distributed table's index sent with other
+    statements in one string ("cannot insert multiple commands into a
+    prepared statement"): a revision that changes an index runs its SQL file
+    (and its downgrade) this way, and is still one that runs no SQL of its
+    own (``citus_upgrade_blockers``)."""
+    for statement in split_statements(sql):
+        op.execute(statement.text)
+
+
 def previous_definitions(revision: str, specs: Iterable[str]) -> str:
     """What a downgrade of ``revision`` runs for objects that revision
     (re)defined: each one's definition as the revisions before it left it

@@ -4,24 +4,30 @@
 -- near-duplicate match is then fact-checked.
 --
 -- The lookup tables are partitioned by ISO week (30_partitions.sql says why).
--- The clause and SimHash indexes carry seen_at and doc_id (and the SimHash), so
--- a probe reads the index alone; the MinHash bands are one row a document
--- under a GIN index (its candidates' documents are read anyway). Their doc_id indexes are BRIN: rows go in in
+-- The SimHash index carries the SimHash, seen_at and doc_id, so a probe
+-- computes distances from the index alone; the clause index holds the hash
+-- alone (a probe reads the rows of the holders it finds); the MinHash bands
+-- are one row a document under a GIN index (its candidates' documents are
+-- read anyway). Their doc_id indexes are BRIN: rows go in in
 -- doc_id order, so a BRIN index finds a document's rows for a few hundred kB
 -- per 20M rows (measured: 285 -> 6 ms per lookup at 1M documents) where a
 -- btree would cost ~25 bytes a row.
 
 -- Clause containment: a copy that adds or drops paragraphs (banners, ads, a
 -- truncated recrawl) still holds most of the other's clauses. Every clause of
--- every stored document (boilerplate lines included). The index carries doc_id
--- and seen_at, so counting a clause's holders and grouping shared clauses by
--- document read the index alone.
+-- every stored document (boilerplate lines included).
+-- The index holds the hash alone: a probe reads the heap row (doc_id,
+-- seen_at) of each holder it finds, and most clauses of a new text have none.
+-- With INCLUDE (seen_at, doc_id), as before revision 0024, an entry cost 52
+-- bytes where it now costs ~28 (1,621 -> ~860 bytes a kept document on
+-- sina2018, bench/bytes.py), for the same holders in the same order: the
+-- index keeps a key's entries in heap order either way.
 CREATE TABLE document_clauses (
     clause_hash bigint NOT NULL,
     doc_id      bigint NOT NULL,
     seen_at     timestamptz NOT NULL
 ) PARTITION BY RANGE (seen_at);
-CREATE INDEX document_clauses_hash_idx ON document_clauses (clause_hash) INCLUDE (seen_at, doc_id);
+CREATE INDEX document_clauses_hash_idx ON document_clauses (clause_hash);
 CREATE INDEX document_clauses_doc_id_idx ON document_clauses USING brin (doc_id) WITH (pages_per_range = 8);
 COMMENT ON TABLE document_clauses IS
     'Clause hashes of stored documents (the containment layer''s lookup); partitioned by ISO week';
