@@ -136,12 +136,17 @@ def signature(key: str) -> list[int] | None:
 
 #: Signatures a process makes with numpy's kernels before it loads numba's
 #: (``DEDUP_PG_MINHASH_COMPILE_AFTER``; negative: never). Loading numba costs
-#: ~0.4 s once (its import, LLVM, the cached machine code: a process's first
-#: fingerprint 0.2 s -> 0.6 s) and ~120 MB of RSS (LLVM's shared library,
-#: file-backed); it saves ~0.22 ms a signature. So a command that
-#: fingerprints a few texts never pays it, a long run pays it early, and a
-#: process short of memory can keep numpy's kernels.
-COMPILE_AFTER = int(os.environ.get("DEDUP_PG_MINHASH_COMPILE_AFTER", "1000"))
+#: 0.4-0.7 s once (its import, LLVM, the cached machine code) and ~120 MB of
+#: RSS (LLVM's shared library, file-backed); it saves 0.15-0.22 ms a signature
+#: (two machines: an Intel Xeon with AVX-512, an AMD EPYC without, whose
+#: 64-bit multiplications numba cannot vectorize as well). Switching once numpy
+#: has cost what loading would (load / saving a signature: 1,800-4,700) is
+#: never worse than twice the best choice made knowing the run's length. So a
+#: command that fingerprints a few texts never pays it, a long run pays it
+#: early, and a process short of memory can keep numpy's kernels. At 1,000, the
+#: two fingerprinting workers of a 5,000-document ingest each loaded numba
+#: after a fifth of their share, for ~1 s more CPU in all (bench/peers.py).
+COMPILE_AFTER = int(os.environ.get("DEDUP_PG_MINHASH_COMPILE_AFTER", "4000"))
 _uses = 0
 
 
