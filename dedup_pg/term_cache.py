@@ -66,6 +66,9 @@ def cache_key() -> str:
     # a reinstall that only touches it costs a cache miss, nothing more)
     idf = Path(jieba.__file__).with_name("analyse").joinpath("idf.txt").stat()
     h.update(f"{idf.st_size} {idf.st_mtime_ns}".encode())
+    # the dictionary likewise: the name flags of its words are read from it
+    words = Path(jieba.__file__).with_name("dict.txt").stat()
+    h.update(f"{words.st_size} {words.st_mtime_ns}".encode())
     for module in (tokenize, simhash, facts):
         h.update(Path(module.__file__).read_bytes())  # type: ignore[arg-type]
     return h.hexdigest()[:16]
