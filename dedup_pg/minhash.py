@@ -138,8 +138,9 @@ def signature(key: str) -> list[int] | None:
 #: (``DEDUP_PG_MINHASH_COMPILE_AFTER``; negative: never). Loading numba costs
 #: 0.4-0.7 s once (its import, LLVM, the cached machine code) and ~120 MB of
 #: RSS (LLVM's shared library, file-backed); it saves 0.15-0.22 ms a signature
-#: (two machines: an Intel Xeon with AVX-512, an AMD EPYC without, whose
-#: 64-bit multiplications numba cannot vectorize as well). Switching once numpy
+#: (0.4 s and 0.22 ms on the machine of 2026-12-01; 0.7 s and 0.1-0.2 ms on a
+#: Zen 1 EPYC, which has no AVX-512 for numba's 64-bit multiplications: bench
+#: results and BENCHMARKS.md, "On an AMD EPYC (Zen 1)"). Switching once numpy
 #: has cost what loading would (load / saving a signature: 1,800-4,700) is
 #: never worse than twice the best choice made knowing the run's length. So a
 #: command that fingerprints a few texts never pays it, a long run pays it

@@ -78,12 +78,12 @@ def simhash_arrays(hashes: np.ndarray, weights: np.ndarray) -> int:
 
     The votes come from one matrix product, whose additions BLAS orders as
     the CPU's kernel likes: a vote near zero (a tie, common in short texts
-    whose unknown terms share the median IDF) came out slightly positive on
-    one machine and negative on another, so the same text had SimHashes 3-5
-    bits apart on two machines (336 of dxy_covid_short's 3,712 items between
-    an AMD and an Intel server). A vote within the product's rounding bound
-    is summed again exactly (``math.fsum``): the bits are the exact ones on
-    every machine."""
+    whose unknown terms share the median IDF) came out slightly positive
+    under one kernel and negative under another, so the same text had
+    SimHashes 3-5 bits apart on two machines (336 of dxy_covid_short's 3,712
+    items between OpenBLAS's Haswell and Katmai kernels on one machine). A
+    vote within the product's rounding bound is summed again exactly
+    (``math.fsum``): the bits are the exact ones on every machine."""
     if len(hashes) == 0:
         return 0
     bits = np.unpackbits(
