@@ -56,19 +56,16 @@ def cache_key() -> str:
     """What the stored values depend on, hashed (16 hex digits)."""
     from importlib.metadata import version
 
-    import jieba
-
     from . import facts, simhash, tokenize
 
     h = hashlib.sha1()
     h.update(f"{version('rjieba')} {version('jieba')}".encode())
-    # the IDF file by its size and time (tokenize reads its 6 MB once already;
-    # a reinstall that only touches it costs a cache miss, nothing more)
-    idf = Path(jieba.__file__).with_name("analyse").joinpath("idf.txt").stat()
-    h.update(f"{idf.st_size} {idf.st_mtime_ns}".encode())
-    # the dictionary likewise: the name flags of its words are read from it
-    words = Path(jieba.__file__).with_name("dict.txt").stat()
-    h.update(f"{words.st_size} {words.st_mtime_ns}".encode())
+    # jieba's IDF file and dictionary (the name flags of its words are read
+    # from it) by their size and time (tokenize reads them once already; a
+    # reinstall that only touches them costs a cache miss, nothing more)
+    for parts in (tokenize.IDF_FILE, tokenize.DICTIONARY_FILE):
+        st = os.stat(tokenize.jieba_file(parts))
+        h.update(f"{st.st_size} {st.st_mtime_ns}".encode())
     for module in (tokenize, simhash, facts):
         h.update(Path(module.__file__).read_bytes())  # type: ignore[arg-type]
     return h.hexdigest()[:16]

@@ -52,12 +52,22 @@ STOP_TOKENS: frozenset[str] = frozenset(
 _WORD = re.compile(r"[^\W_]")
 
 
+#: jieba's data files read here (jieba itself is not run): the IDF table and
+#: the dictionary (word, frequency, tag a line)
+IDF_FILE = ("analyse", "idf.txt")
+DICTIONARY_FILE = ("dict.txt",)
+
+
+def jieba_file(parts: tuple[str, ...]) -> str:
+    """The path of one of jieba's data files (``IDF_FILE``, ``DICTIONARY_FILE``)."""
+    import jieba  # only for its location
+
+    return os.path.join(os.path.dirname(jieba.__file__), *parts)
+
+
 @lru_cache(maxsize=1)
 def _idf_table() -> tuple[dict[str, float], float]:
-    import jieba  # only for the location of its IDF file; jieba itself is not run
-
-    path = os.path.join(os.path.dirname(jieba.__file__), "analyse", "idf.txt")
-    with open(path, encoding="utf-8") as fh:
+    with open(jieba_file(IDF_FILE), encoding="utf-8") as fh:
         text = fh.read()
     # "word value" a line: split once and pair them up, at half the cost of a
     # loop over lines (the table is read at the start of every ingest)
@@ -293,10 +303,7 @@ def _dictionary_names() -> frozenset[str]:
     rjieba's (``has_word``) with the same tag when tagged alone (checked on all
     349,046; tests/test_term_table.py checks the flags against ``rjieba.tag``).
     ~111,000 words, read in ~0.1 s by the first process that meets a new term."""
-    import jieba  # only for the location of its dictionary; jieba itself is not run
-
-    path = os.path.join(os.path.dirname(jieba.__file__), "dict.txt")
-    with open(path, encoding="utf-8") as fh:
+    with open(jieba_file(DICTIONARY_FILE), encoding="utf-8") as fh:
         text = fh.read()
     tags = "|".join(sorted(NAME_TAGS))
     found = re.findall(rf"^(\S{{2,}}) \d+ (?:{tags})$", text, re.M)

@@ -108,12 +108,7 @@ def test_name_flags_tag_each_term_as_if_alone(sina):
 
 
 def _dictionary():
-    import os
-
-    import jieba
-
-    path = os.path.join(os.path.dirname(jieba.__file__), "dict.txt")
-    with open(path, encoding="utf-8") as fh:
+    with open(tokenize.jieba_file(tokenize.DICTIONARY_FILE), encoding="utf-8") as fh:
         return [line.split(" ") for line in fh.read().splitlines()]
 
 
@@ -151,15 +146,10 @@ def test_fingerprint_facts_are_the_tagged_facts(sina):
 def test_idf_table_is_the_file_read_line_by_line():
     # _idf_table pairs the file's words up in one split: the same table as
     # reading "word value" line by line, and the same median
-    import os
-
-    import jieba
-
     from dedup_pg.tokenize import _idf_table
 
-    path = os.path.join(os.path.dirname(jieba.__file__), "analyse", "idf.txt")
     expected = {}
-    with open(path, encoding="utf-8") as fh:
+    with open(tokenize.jieba_file(tokenize.IDF_FILE), encoding="utf-8") as fh:
         for line in fh:
             word, _, value = line.rstrip("\n").partition(" ")
             if value:

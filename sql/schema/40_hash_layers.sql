@@ -18,8 +18,8 @@
 -- every stored document (boilerplate lines included).
 -- The index holds the hash alone: a probe reads the heap row (doc_id,
 -- seen_at) of each holder it finds, and most clauses of a new text have none.
--- With INCLUDE (seen_at, doc_id), as before revision 0024, an entry cost 52
--- bytes where it now costs ~28 (1,621 -> ~860 bytes a kept document on
+-- With INCLUDE (seen_at, doc_id), as before revision 0024, an entry cost ~53
+-- bytes where it now costs ~31 (1,621 -> 942 bytes a kept document on
 -- sina2018, bench/bytes.py), for the same holders in the same order: the
 -- index keeps a key's entries in heap order either way.
 CREATE TABLE document_clauses (
