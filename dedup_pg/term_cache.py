@@ -12,7 +12,7 @@ when it has added terms, merges them into the file when it ends.
 The file is ``terms-KEY.npz`` in the cache folder (``DEDUP_PG_TERM_CACHE``,
 else the per-user cache folder, ``platformdirs.user_cache_dir("dedup-pg")``;
 ``DEDUP_PG_TERM_CACHE=off`` turns it off). KEY hashes what the values depend
-on: the rjieba and jieba versions, jieba's IDF file (its size and time) and
+on: the rjieba and jieba versions, jieba's IDF file and dictionary (their size and time) and
 the source of the modules that compute them (tokenize, simhash, facts), so a changed rule never reads values
 an older one wrote; files of other keys are removed when one is written.
 Writers merge under a lock file (POSIX ``flock``; elsewhere the last writer
