@@ -218,7 +218,14 @@ def refingerprint(
             except ValueError:
                 failed += 1  # nothing left under the new rules: keep it as it was
                 continue
-            items.append({"doc_id": doc_id, "seen_at": seen_at.isoformat(), **fp.wire()})
+            items.append(
+                {
+                    "doc_id": doc_id,
+                    "seen_at": seen_at.isoformat(),
+                    **fp.wire(),
+                    "lead": list(fp.lead),
+                }
+            )
         with conn.transaction():
             row = conn.execute(q["refingerprint"], {"items": Jsonb(items)}).fetchone()
             n_changed = int(row[0]) if row else 0

@@ -231,9 +231,9 @@ WITH s AS MATERIALIZED (
      WHERE r.rn <= 1000
      GROUP BY r.clause_hash
 ), matched AS MATERIALIZED (
-    SELECT dc.clause_hash AS h FROM document_clauses dc
-     WHERE dc.clause_hash = ANY (%(clauses)s::bigint[])
-       AND dc.doc_id = %(matched)s::bigint AND dc.seen_at = %(matched_seen_at)s::timestamptz
+    SELECT h FROM documents d, unnest(d.clauses) h
+     WHERE d.doc_id = %(matched)s::bigint AND d.seen_at = %(matched_seen_at)s::timestamptz
+       AND h = ANY (%(clauses)s::bigint[])
 ), n AS (
     SELECT (SELECT count(*) FROM matched m
              WHERE NOT EXISTS (SELECT 1 FROM held x, s WHERE x.h = m.h
@@ -395,8 +395,8 @@ SELECT doc_id, seen_at FROM documents
 SELECT doc_id, title, body, source FROM documents WHERE doc_id = ANY (%(doc_ids)s);
 
 -- name: rebuild_clauses_of
-SELECT doc_id, array_agg(clause_hash) FROM document_clauses
- WHERE doc_id = ANY (%(doc_ids)s) AND seen_at BETWEEN %(lo)s AND %(hi)s GROUP BY doc_id;
+SELECT doc_id, clauses FROM documents
+ WHERE doc_id = ANY (%(doc_ids)s) AND seen_at BETWEEN %(lo)s AND %(hi)s;
 
 -- name: rebuild_demote
 SELECT doc_id, candidate_id FROM dedup_rebuild_demote(%(links)s);

@@ -166,12 +166,25 @@ def test_rebuild_keeps_the_earliest_writes_restorable_candidates_and_is_idempote
     assert original in kept_ids(dd.conn)
 
 
+def _rows(clauses: tuple[int, ...], lead: tuple[int, ...]) -> list[int]:
+    """The clause rows dedup_clause_rows gives a text: all its clauses under
+    32, else those with h & 3 == 0 and its first three."""
+    if len(clauses) < 32:
+        return sorted(clauses)
+    return sorted({h for h in clauses if h & 3 == 0} | set(lead[:3]))
+
+
 def _expected(dd: Deduper) -> dict[int, tuple]:
     rows = dd.conn.execute("SELECT doc_id, title, body FROM documents").fetchall()
     out = {}
     for doc_id, title, body in rows:
         fp = fingerprint(body, title, dd.options)
-        out[doc_id] = (fp.digest, to_signed(fp.simhash), sorted(fp.clauses))
+        out[doc_id] = (
+            fp.digest,
+            to_signed(fp.simhash),
+            sorted(fp.clauses),
+            _rows(fp.clauses, fp.lead),
+        )
     return out
 
 
@@ -182,8 +195,10 @@ def _stored(dd: Deduper) -> dict[int, tuple]:
             " GROUP BY doc_id"
         ).fetchall()
     )
-    rows = dd.conn.execute("SELECT doc_id, content_sha1, simhash FROM documents").fetchall()
-    return {d: (bytes(sha1), sim, clauses.get(d, [])) for d, sha1, sim in rows}
+    rows = dd.conn.execute(
+        "SELECT doc_id, content_sha1, simhash, clauses FROM documents"
+    ).fetchall()
+    return {d: (bytes(sha1), sim, list(c), clauses.get(d, [])) for d, sha1, sim, c in rows}
 
 
 class Interrupted(Exception):

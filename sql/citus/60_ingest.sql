@@ -26,22 +26,33 @@ BEGIN
     DELETE FROM documents d WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at;
 END $$;
 
--- from sql/schema/60_ingest.sql dedup_document_item: sha256 70862f683b658e23
--- Citus: PL/pgSQL, and the clauses read before the document row (a
--- correlated subquery on a table distributed by another column)
+-- from sql/schema/60_ingest.sql dedup_document_item: sha256 5053d1d1b980185c
+-- Citus: PL/pgSQL; the clause rows read before the document row (a
+-- correlated subquery on a table distributed by another column), and the
+-- item built here from the row read (a ROW(...) sent to the worker with a
+-- NULL in it leaves a parameter of no type)
 CREATE OR REPLACE FUNCTION dedup_document_item(p_doc_id bigint, p_seen_at timestamptz)
 RETURNS dedup_item
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    v_clauses bigint[];
+    v_rows bigint[];
+    d record;
 BEGIN
-    v_clauses := ARRAY(SELECT c.clause_hash FROM document_clauses c
-                        WHERE c.doc_id = p_doc_id AND c.seen_at = p_seen_at ORDER BY 1);
-    RETURN (SELECT ROW(0, d.external_id, d.title, d.body, d.url, d.source, d.seen_at, d.published_at,
-                       encode(d.content_sha1, 'hex'), encode(d.title_sha1, 'hex'), d.simhash, d.text_length,
-                       v_clauses, d.norm_version, d.minhash, d.facts)::dedup_item
-              FROM documents d
-             WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at);
+    v_rows := ARRAY(SELECT c.clause_hash FROM document_clauses c
+                     WHERE c.doc_id = p_doc_id AND c.seen_at = p_seen_at);
+    SELECT x.external_id, x.title, x.body, x.url, x.source, x.seen_at, x.published_at, x.content_sha1,
+           x.title_sha1, x.simhash, x.text_length, x.clauses, x.norm_version, x.minhash, x.facts
+      INTO d
+      FROM documents x
+     WHERE x.doc_id = p_doc_id AND x.seen_at = p_seen_at;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    RETURN ROW(0, d.external_id, d.title, d.body, d.url, d.source, d.seen_at, d.published_at,
+               encode(d.content_sha1, 'hex'), encode(d.title_sha1, 'hex'), d.simhash, d.text_length,
+               d.clauses, d.norm_version, d.minhash, d.facts,
+               ARRAY(SELECT h FROM unnest(v_rows) h
+                      WHERE h <> ALL (dedup_clause_rows(d.clauses, '{}'))))::dedup_item;
 END $$;
 
 -- from sql/schema/60_ingest.sql dedup_redelivered: sha256 bb031afc4af82057
@@ -64,7 +75,7 @@ BEGIN
              LIMIT 1);
 END $$;
 
--- from sql/schema/60_ingest.sql dedup_record_candidate: sha256 84772dd4f08be93b
+-- from sql/schema/60_ingest.sql dedup_record_candidate: sha256 c3d6cb8bc23301a0
 CREATE OR REPLACE FUNCTION dedup_record_candidate(
     p_item dedup_item, p_status text, p_layer text, p_doc_id bigint,
     p_matched_doc_id bigint, p_matched_seen_at timestamptz, p_matched_body text,
@@ -76,13 +87,13 @@ DECLARE
 BEGIN
     INSERT INTO duplicate_candidates AS c (
         seen_at, external_id, title, body, url, source, published_at, content_sha1, title_sha1,
-        simhash, text_length, clauses, norm_version, minhash, facts, doc_id, matched_doc_id,
+        simhash, text_length, clauses, norm_version, minhash, facts, lead, doc_id, matched_doc_id,
         matched_seen_at, layer, score, distance, thresholds, status)
     VALUES (p_item.seen_at, p_item.external_id, p_item.title,
             CASE WHEN p_item.body IS NOT DISTINCT FROM p_matched_body THEN NULL ELSE p_item.body END,
             p_item.url, p_item.source, p_item.published_at, decode(p_item.sha1, 'hex'),
             decode(p_item.title_sha1, 'hex'), p_item.simhash, p_item.length,
-            coalesce(p_item.clauses, '{}'), p_item.norm_version, p_item.minhash, p_item.facts,
+            coalesce(p_item.clauses, '{}'), p_item.norm_version, p_item.minhash, p_item.facts, p_item.lead,
             p_doc_id, p_matched_doc_id, p_matched_seen_at, p_layer, p_score, p_distance,
             p_thresholds, p_status)
     RETURNING c.candidate_id INTO v_id;
@@ -96,7 +107,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 2f6ea5df1a977b9a
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 63ffa09b07802b17
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -124,7 +135,6 @@ DECLARE
     v_useful bigint[];
     v_cont_docs bigint[];
     v_cont_seen timestamptz[];
-    v_cont_shared integer[];
     v_n_boiler integer;
     v_n_item integer;
     v_shared integer;
@@ -172,8 +182,9 @@ DECLARE
     v_mh_seen timestamptz[];
     -- Citus: candidates' document rows, fetched before the coordinator-side checks
     v_f_docs bigint[]; v_f_seen timestamptz[]; v_f_ext text[]; v_f_n integer[];
-    v_f_sha1 bytea[]; v_f_sim double precision[];
+    v_f_sha1 bytea[]; v_f_sim double precision[]; v_f_shared integer[];
     v_matched_facts text[];
+    v_matched_clauses bigint[];
 BEGIN
     -- settings: dedup_settings, then the source's own (dedup_sources), then
     -- this call's overrides; resolved once per source in the batch
@@ -198,7 +209,7 @@ BEGIN
         it := jsonb_populate_record(NULL::dedup_item, v_json);
         v_mh_bands := NULL;
         -- the first clauses of the text, in order (the lead rule, below)
-        v_lead := ARRAY(SELECT h::bigint FROM jsonb_array_elements_text(v_json -> 'lead') h);
+        v_lead := coalesce(it.lead, '{}');
         v_source_key := coalesce(it.source, '');
         IF v_source_key IS DISTINCT FROM v_prev_key THEN
             IF NOT v_by_source ? v_source_key THEN
@@ -309,13 +320,15 @@ BEGIN
         END IF;
 
         -- Clause evidence, used by both near-duplicate layers. A clause that
-        -- v_boiler_docs stored documents already hold is site boilerplate (nav
-        -- bars, "related news", copyright lines): it is left out of the
-        -- comparison and out of both texts' clause counts. One probe a clause
-        -- reads at most v_boiler_docs holders: their count tells boilerplate
-        -- apart, and the holders of the other clauses (all of them, fewer than
-        -- v_boiler_docs) are the containment layer's candidates, with the
-        -- clauses each shares.
+        -- v_boiler_docs stored documents already hold (among the rows of
+        -- document_clauses) is site boilerplate (nav bars, "related news",
+        -- copyright lines): it is left out of the comparison and out of both
+        -- texts' clause counts. One probe a clause reads at most v_boiler_docs
+        -- holders: their count tells boilerplate apart, and the holders of the
+        -- other clauses (all of them, fewer than v_boiler_docs) are the
+        -- containment layer's candidates. A candidate's shared clauses are
+        -- counted on its array (documents.clauses): a long text has rows for a
+        -- sample of its clauses only (dedup_clause_rows).
         IF verdict IS NULL THEN
             -- Citus: the per-clause LATERAL ... LIMIT cannot be planned across
             -- shards; the same rows (at most v_boiler_docs holders a clause) in
@@ -332,16 +345,14 @@ BEGIN
                 SELECT h, x.doc_id, x.seen_at, count(x.doc_id) OVER (PARTITION BY h) AS n
                   FROM unnest(v_clauses) h
                   LEFT JOIN fetched x USING (h)),
-            shared AS (
-                SELECT s.doc_id, s.seen_at, count(*)::integer AS shared FROM holders s
-                 WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL
-                 GROUP BY s.doc_id, s.seen_at HAVING count(*) >= 2)
+            found AS (
+                SELECT DISTINCT s.doc_id, s.seen_at FROM holders s
+                 WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL)
             SELECT (SELECT coalesce(array_agg(DISTINCT h), '{}') FROM holders WHERE n < v_boiler_docs),
                    (SELECT count(DISTINCT h) FROM holders WHERE n >= v_boiler_docs),
-                   (SELECT array_agg(s.doc_id) FROM shared s),
-                   (SELECT array_agg(s.seen_at) FROM shared s),
-                   (SELECT array_agg(s.shared) FROM shared s)
-              INTO v_useful, v_n_boiler, v_cont_docs, v_cont_seen, v_cont_shared;
+                   (SELECT array_agg(s.doc_id) FROM found s),
+                   (SELECT array_agg(s.seen_at) FROM found s)
+              INTO v_useful, v_n_boiler, v_cont_docs, v_cont_seen;
             v_n_item := cardinality(v_clauses) - v_n_boiler;
         END IF;
 
@@ -372,7 +383,7 @@ BEGIN
              WHERE c.dist <= v_probe_max
              ORDER BY c.dist, c.seen_at, c.doc_id
             LOOP
-            SELECT d.external_id, d.clause_count, d.content_sha1 INTO v_row
+            SELECT d.external_id, d.clause_count, d.content_sha1, d.clauses INTO v_row
               FROM documents d WHERE d.doc_id = v_cand.doc_id AND d.seen_at = v_cand.seen_at;
             CONTINUE WHEN NOT FOUND OR dedup_pair_whitelisted(v_sha1, v_row.content_sha1);
             IF v_mode = 'gated' AND v_cand.dist <= v_gate_dist THEN
@@ -385,9 +396,7 @@ BEGIN
                     -- Same vocabulary is not the same text: long texts must also
                     -- share some clauses (two pieces of one series by one author
                     -- can sit 3 bits apart with no sentence in common).
-                    SELECT count(*) INTO v_shared FROM document_clauses dc
-                     WHERE dc.doc_id = v_cand.doc_id AND dc.seen_at = v_cand.seen_at
-                       AND dc.clause_hash = ANY (v_useful);
+                    v_shared := dedup_shared_clauses(v_useful, v_row.clauses);
                     v_to_review := v_shared < v_sim_overlap * least(v_n_item, v_stored_n);
                 END IF;
                 IF v_to_review THEN
@@ -418,21 +427,23 @@ BEGIN
             -- statement is sent whole to its worker), then ranked and
             -- whitelist-checked here, where dedup_whitelist is
             SELECT array_agg(d.doc_id), array_agg(d.seen_at), array_agg(d.external_id),
-                   array_agg(d.clause_count), array_agg(d.content_sha1)
-              INTO v_f_docs, v_f_seen, v_f_ext, v_f_n, v_f_sha1
+                   array_agg(d.clause_count), array_agg(d.content_sha1),
+                   array_agg(dedup_shared_clauses(v_useful, d.clauses))
+              INTO v_f_docs, v_f_seen, v_f_ext, v_f_n, v_f_sha1, v_f_shared
               FROM documents d
              WHERE d.doc_id = ANY (v_cont_docs)
                AND d.seen_at BETWEEN v_lo AND v_hi;  -- only the window's partitions
-            SELECT c.doc_id, c.seen_at, d.external_id, c.shared, d.clause_count - v_n_boiler AS stored_n,
-                   c.shared::double precision
-                       / least(v_n_item, greatest(d.clause_count - v_n_boiler, c.shared)) AS ratio,
-                   c.shared::double precision / v_n_item AS incoming_share
+            SELECT c.doc_id, c.seen_at, d.external_id, d.shared, d.clause_count - v_n_boiler AS stored_n,
+                   d.shared::double precision
+                       / least(v_n_item, greatest(d.clause_count - v_n_boiler, d.shared)) AS ratio,
+                   d.shared::double precision / v_n_item AS incoming_share
               INTO v_cand
-              FROM unnest(v_cont_docs, v_cont_seen, v_cont_shared) c(doc_id, seen_at, shared)
-              JOIN unnest(v_f_docs, v_f_seen, v_f_ext, v_f_n, v_f_sha1)
-                   d(doc_id, seen_at, external_id, clause_count, content_sha1)
+              FROM unnest(v_cont_docs, v_cont_seen) c(doc_id, seen_at)
+              JOIN unnest(v_f_docs, v_f_seen, v_f_ext, v_f_n, v_f_sha1, v_f_shared)
+                   d(doc_id, seen_at, external_id, clause_count, content_sha1, shared)
                 ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
-             WHERE c.shared >= least(v_cont_min, v_n_item, greatest(d.clause_count - v_n_boiler, c.shared))
+             WHERE d.shared >= 2
+               AND d.shared >= least(v_cont_min, v_n_item, greatest(d.clause_count - v_n_boiler, d.shared))
                AND NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)
              ORDER BY ratio DESC, incoming_share DESC, c.seen_at, c.doc_id
              LIMIT 1;
@@ -445,9 +456,9 @@ BEGIN
                 -- only the lead), whatever the incoming text adds after them.
                 IF v_cand.ratio >= v_cont_dup AND v_cand.incoming_share < v_cont_incoming
                    AND v_cand.shared = v_cand.stored_n AND v_cand.stored_n >= 2
-                   AND v_cand.stored_n = (SELECT count(*) FROM document_clauses dc
-                                           WHERE dc.doc_id = v_cand.doc_id AND dc.seen_at = v_cand.seen_at
-                                             AND dc.clause_hash = ANY (v_lead[1:v_cand.stored_n + 2])) THEN
+                   AND v_cand.stored_n = (SELECT dedup_shared_clauses(v_lead[1:v_cand.stored_n + 2], d.clauses)
+                                            FROM documents d
+                                           WHERE d.doc_id = v_cand.doc_id AND d.seen_at = v_cand.seen_at) THEN
                     v_cand.incoming_share := 1.0;
                 END IF;
                 IF v_cand.ratio >= v_cont_dup AND v_cand.incoming_share >= v_cont_incoming THEN
@@ -517,16 +528,13 @@ BEGIN
         -- unless at least half its opening clauses (the lead, with any banner)
         -- are the matched text's: a full recrawl of a page stored truncated.
         IF verdict IS NULL AND m_doc_id IS NOT NULL AND v_facts_share IS NOT NULL THEN
-            SELECT d.facts, d.body, d.clause_count - v_n_boiler INTO v_matched_facts, v_matched_body, v_stored_n
+            SELECT d.facts, d.body, d.clause_count - v_n_boiler, d.clauses
+              INTO v_matched_facts, v_matched_body, v_stored_n, v_matched_clauses
               FROM documents d WHERE d.doc_id = m_doc_id AND d.seen_at = m_seen_at;
-            SELECT count(*) INTO v_shared FROM document_clauses dc
-             WHERE dc.doc_id = m_doc_id AND dc.seen_at = m_seen_at AND dc.clause_hash = ANY (v_useful);
+            v_shared := dedup_shared_clauses(v_useful, v_matched_clauses);
             IF dedup_facts_verdict(
                    it.facts, v_matched_facts, v_facts_share,
-                   CASE WHEN 2 * (SELECT count(*) FROM document_clauses dc
-                                   WHERE dc.clause_hash = ANY (v_lead)
-                                     AND dc.doc_id = m_doc_id AND dc.seen_at = m_seen_at)
-                             >= cardinality(v_lead)
+                   CASE WHEN 2 * dedup_shared_clauses(v_lead, v_matched_clauses) >= cardinality(v_lead)
                         THEN NULL ELSE v_facts_added END,
                    it.body, v_matched_body, v_shared, v_n_item, v_stored_n, v_settings) IS NOT NULL THEN
                 r_doc_id := m_doc_id; r_seen_at := m_seen_at; r_ext := m_ext;

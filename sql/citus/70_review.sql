@@ -6,8 +6,13 @@
 CREATE OR REPLACE VIEW review_queue AS
 -- Citus: the pending candidates first (a CTE Citus runs on its own), then their
 -- matched documents: a LEFT JOIN of two tables distributed by other columns
--- is refused ("complex joins are only supported when ...")
-WITH c AS MATERIALIZED (SELECT * FROM duplicate_candidates WHERE status = 'pending')
+-- is refused ("complex joins are only supported when ..."). The columns it
+-- shows, named (not *: a view on every column would hold up a revision's
+-- ALTER TABLE ... DROP COLUMN)
+WITH c AS MATERIALIZED (
+    SELECT candidate_id, created_at, layer, score, distance, source, external_id, title, body,
+           matched_doc_id, matched_seen_at
+      FROM duplicate_candidates WHERE status = 'pending')
 SELECT c.candidate_id AS id,
        c.created_at::timestamp(0) AS queued_at,
        c.layer,

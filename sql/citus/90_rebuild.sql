@@ -9,7 +9,7 @@
 -- coordinator (as on a single node): on a cluster it runs on the coordinator,
 -- it does not scale out.
 
--- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 3f03e4ffdd3c39e4
+-- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 a6f2cf9339d9aeef
 CREATE OR REPLACE FUNCTION dedup_rebuild_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
                verdict text, layer text, score double precision, distance integer, thresholds jsonb)
@@ -36,26 +36,43 @@ BEGIN
     v_radius := (SELECT max(x.review_distance) / 4 FROM generate_series(0, 20) k,
                         LATERAL dedup_simhash_distances(k * 100, s) x);
 
-    DROP TABLE IF EXISTS dedup_rb_docs, dedup_rb_clauses, dedup_rb_pairs, dedup_rb_sig, dedup_rb_mh;
+    DROP TABLE IF EXISTS dedup_rb_docs, dedup_rb_clauses, dedup_rb_pairs, dedup_rb_sig, dedup_rb_mh, dedup_rb_rows;
     CREATE TEMP TABLE dedup_rb_docs ON COMMIT DROP AS
     SELECT d.doc_id, d.seen_at, d.content_sha1, d.simhash, d.simhash_band0 AS b0, d.simhash_band1 AS b1,
-           d.simhash_band2 AS b2, d.simhash_band3 AS b3, d.text_length, d.clause_count,
-           x.duplicate_distance AS dup_dist, x.review_distance, 0 AS n_boiler
+           d.simhash_band2 AS b2, d.simhash_band3 AS b3, d.text_length, d.clause_count, d.clauses,
+           x.duplicate_distance AS dup_dist, x.review_distance, 0 AS n_boiler, d.clauses AS useful
       FROM documents d, LATERAL dedup_simhash_distances(d.text_length, s) x
      WHERE d.seen_at >= v_from;
     CREATE INDEX ON dedup_rb_docs (doc_id);
     ANALYZE dedup_rb_docs;
 
-    -- clause holders within the window either side, the document itself not counted
+    -- Citus: the window's clause rows on the coordinator (the table is
+    -- distributed by clause_hash; the holders are counted by a correlated
+    -- subquery, which a cluster refuses on a distributed table)
+    CREATE TEMP TABLE dedup_rb_rows ON COMMIT DROP AS
+    SELECT c.clause_hash, c.doc_id, c.seen_at FROM document_clauses c WHERE c.seen_at >= v_from;
+    CREATE INDEX ON dedup_rb_rows (clause_hash);
+    ANALYZE dedup_rb_rows;
+
+    -- each later document's clauses (all of them, from its array) with their
+    -- holders among the rows of document_clauses within the window either
+    -- side, the document itself not counted, up to containment_boilerplate_docs
+    -- (as a streaming probe reads them)
     CREATE TEMP TABLE dedup_rb_clauses ON COMMIT DROP AS
-    SELECT c.clause_hash, c.doc_id, c.seen_at,
-           count(*) OVER (PARTITION BY c.clause_hash ORDER BY c.seen_at
-                          RANGE BETWEEN v_window PRECEDING AND v_window FOLLOWING) - 1 AS holders
-      FROM document_clauses c
-     WHERE c.seen_at >= v_from;
-    UPDATE dedup_rb_docs d SET n_boiler = b.n
-      FROM (SELECT c.doc_id, count(*) AS n FROM dedup_rb_clauses c
-             WHERE c.holders >= (s ->> 'containment_boilerplate_docs')::integer GROUP BY c.doc_id) b
+    SELECT h AS clause_hash, d.doc_id, d.seen_at,
+           (SELECT count(*) FROM (SELECT 1 FROM dedup_rb_rows c  -- Citus: the rows read above
+                                   WHERE c.clause_hash = h
+                                     AND c.seen_at BETWEEN d.seen_at - v_window AND d.seen_at + v_window
+                                     AND (c.doc_id, c.seen_at) <> (d.doc_id, d.seen_at)
+                                   LIMIT (s ->> 'containment_boilerplate_docs')::integer) x) AS holders
+      FROM dedup_rb_docs d, unnest(d.clauses) h
+     WHERE d.seen_at >= v_since;
+    UPDATE dedup_rb_docs d SET n_boiler = b.n, useful = b.useful
+      FROM (SELECT c.doc_id, count(*) FILTER (WHERE c.holders >= (s ->> 'containment_boilerplate_docs')::integer) AS n,
+                   coalesce(array_agg(c.clause_hash)
+                                FILTER (WHERE c.holders < (s ->> 'containment_boilerplate_docs')::integer),
+                            '{}') AS useful
+              FROM dedup_rb_clauses c GROUP BY c.doc_id) b
      WHERE d.doc_id = b.doc_id;
     DELETE FROM dedup_rb_clauses c WHERE c.holders >= (s ->> 'containment_boilerplate_docs')::integer;
     ANALYZE dedup_rb_clauses;
@@ -71,7 +88,8 @@ BEGIN
 
     -- pairs (a later than b) from equal texts, SimHash bands (radius 1 when
     -- the review distance needs it: within 7 bits some band differs by at
-    -- most one), shared useful clauses and shared MinHash bands
+    -- most one), a useful clause of a that is a row of b, and shared MinHash
+    -- bands; the clauses a pair shares are then counted on the arrays
     CREATE TEMP TABLE dedup_rb_pairs ON COMMIT DROP AS
     WITH band_pairs AS (
         SELECT a.doc_id AS a_id, b.doc_id AS b_id
@@ -90,13 +108,12 @@ BEGIN
           FROM dedup_rb_docs a, unnest(dedup_band_neighbours(a.b3, v_radius)) v
           JOIN dedup_rb_docs b ON b.b3 = v
     ), clause_pairs AS (
-        SELECT a.doc_id AS a_id, b.doc_id AS b_id, count(*) AS shared
+        SELECT DISTINCT a.doc_id AS a_id, b.doc_id AS b_id
           FROM dedup_rb_clauses a
-          JOIN document_clauses b ON b.clause_hash = a.clause_hash
+          JOIN dedup_rb_rows b ON b.clause_hash = a.clause_hash  -- Citus: the rows read above
                                  AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
                                  AND b.seen_at >= v_from
          WHERE (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
-         GROUP BY 1, 2
     ), exact_pairs AS (
         -- every earlier copy within the window: streaming compares with the
         -- copy still kept, which may be any of them
@@ -118,17 +135,16 @@ BEGIN
     SELECT a.doc_id AS a_id, a.seen_at AS a_seen, b.doc_id AS b_id, b.seen_at AS b_seen,
            a.content_sha1 = b.content_sha1 AS exact,
            bit_count((a.simhash # b.simhash)::bit(64))::integer AS dist,
-           coalesce(cp.shared, 0)::integer AS shared,
+           dedup_shared_clauses(a.useful, b.clauses) AS shared,
            a.clause_count - a.n_boiler AS n_item, b.clause_count - a.n_boiler AS stored_n,
            a.dup_dist, a.review_distance, a.content_sha1 AS a_sha1, b.content_sha1 AS b_sha1,
            mp.a_id IS NOT NULL AS mh_band
       FROM (SELECT a_id, b_id FROM band_pairs
-            UNION SELECT a_id, b_id FROM clause_pairs WHERE shared >= 2
+            UNION SELECT a_id, b_id FROM clause_pairs
             UNION SELECT a_id, b_id FROM exact_pairs
             UNION SELECT a_id, b_id FROM minhash_pairs) p
       JOIN dedup_rb_docs a ON a.doc_id = p.a_id
       JOIN dedup_rb_docs b ON b.doc_id = p.b_id
-      LEFT JOIN clause_pairs cp ON cp.a_id = p.a_id AND cp.b_id = p.b_id
       LEFT JOIN minhash_pairs mp ON mp.a_id = p.a_id AND mp.b_id = p.b_id
      WHERE (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
        AND a.seen_at - b.seen_at <= v_window
@@ -365,7 +381,7 @@ BEGIN
           s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
 END $$;
 
--- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 7a40cb92ca5059ed
+-- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 7d56fd3999b81a5d
 -- Citus: the single-node statements join the batch's temporary table with
 -- documents, document_clauses and the band and digest tables (INSERT ...
 -- JOIN documents, DELETE ... USING documents, UPDATE ... FROM, a correlated
@@ -391,28 +407,23 @@ BEGIN
     CREATE TEMP TABLE IF NOT EXISTS dedup_refp (
         doc_id bigint, seen_at timestamptz, sha1 bytea, title_sha1 bytea, simhash bigint,
         length integer, clauses bigint[], norm_version smallint, minhash integer[], facts text[],
-        old_sha1 bytea, old_minhash integer[], old_simhash bigint) ON COMMIT DROP;
+        lead bigint[], old_sha1 bytea, old_minhash integer[], old_simhash bigint) ON COMMIT DROP;
     TRUNCATE dedup_refp;
     INSERT INTO dedup_refp
     SELECT x.doc_id, x.seen_at, decode(x.sha1, 'hex'), decode(x.title_sha1, 'hex'), x.simhash,
            x.length, ARRAY(SELECT DISTINCT h FROM unnest(x.clauses) h ORDER BY 1), x.norm_version,
-           x.minhash, x.facts, NULL, NULL, NULL
+           x.minhash, x.facts, x.lead, NULL, NULL, NULL
       FROM jsonb_to_recordset(p_items) AS x(doc_id bigint, seen_at timestamptz, sha1 text,
                                             title_sha1 text, simhash bigint, length integer,
                                             clauses bigint[], norm_version smallint,
-                                            minhash integer[], facts text[]);
+                                            minhash integer[], facts text[], lead bigint[]);
     SELECT min(seen_at), max(seen_at), array_agg(doc_id) INTO v_lo, v_hi, v_ids FROM dedup_refp;
-    -- Citus: the batch's stored rows and clause sets, by doc_id
-    DROP TABLE IF EXISTS dedup_refp_d, dedup_refp_c;
+    -- Citus: the batch's stored rows, by doc_id
+    DROP TABLE IF EXISTS dedup_refp_d;
     CREATE TEMP TABLE dedup_refp_d ON COMMIT DROP AS
     SELECT d.doc_id, d.seen_at, d.content_sha1, d.title_sha1, d.simhash, d.text_length, d.norm_version,
-           d.minhash, d.facts
+           d.minhash, d.facts, d.clauses
       FROM documents d WHERE d.doc_id = ANY (v_ids) AND d.seen_at BETWEEN v_lo AND v_hi;
-    CREATE TEMP TABLE dedup_refp_c ON COMMIT DROP AS
-    SELECT c.doc_id, c.seen_at, array_agg(c.clause_hash ORDER BY c.clause_hash) AS clauses
-      FROM document_clauses c
-     WHERE c.doc_id = ANY (v_ids) AND c.seen_at BETWEEN v_lo AND v_hi
-     GROUP BY c.doc_id, c.seen_at;
     -- the single-node INSERT's join: items whose document is gone are dropped
     DELETE FROM dedup_refp r
      WHERE NOT EXISTS (SELECT 1 FROM dedup_refp_d d WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at);
@@ -425,8 +436,7 @@ BEGIN
        AND d.content_sha1 = r.sha1 AND d.title_sha1 IS NOT DISTINCT FROM r.title_sha1
        AND d.simhash = r.simhash AND d.text_length = r.length AND d.norm_version = r.norm_version
        AND d.minhash IS NOT DISTINCT FROM r.minhash AND d.facts IS NOT DISTINCT FROM r.facts
-       AND r.clauses = coalesce((SELECT c.clauses FROM dedup_refp_c c
-                                  WHERE c.doc_id = r.doc_id AND c.seen_at = r.seen_at), '{}');
+       AND d.clauses = r.clauses;
     SELECT count(*) INTO v_changed FROM dedup_refp;
     IF v_changed = 0 THEN
         RETURN 0;
@@ -435,7 +445,7 @@ BEGIN
     DELETE FROM document_clauses c
      WHERE c.seen_at BETWEEN v_lo AND v_hi AND c.doc_id = ANY (v_ids);
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
-    SELECT h, r.doc_id, r.seen_at FROM dedup_refp r, unnest(r.clauses) h;
+    SELECT h, r.doc_id, r.seen_at FROM dedup_refp r, unnest(dedup_clause_rows(r.clauses, r.lead)) h;
     -- the MinHash bands follow the signature (as dedup_store_document writes them)
     v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r WHERE r.minhash IS DISTINCT FROM r.old_minhash);
     DELETE FROM document_minhash_bands b
@@ -456,7 +466,7 @@ BEGIN
         UPDATE documents d
            SET content_sha1 = v_row.sha1, title_sha1 = v_row.title_sha1, simhash = v_row.simhash,
                text_length = v_row.length, clause_count = cardinality(v_row.clauses), norm_version = v_row.norm_version,
-               minhash = v_row.minhash, facts = v_row.facts
+               minhash = v_row.minhash, facts = v_row.facts, clauses = v_row.clauses
          WHERE d.doc_id = v_row.doc_id AND d.seen_at = v_row.seen_at;
         -- the exact layer: the old digest goes with the old text
         IF v_row.old_sha1 <> v_row.sha1 THEN

@@ -32,7 +32,10 @@ CREATE TABLE documents (
     norm_version    smallint NOT NULL,
     ingested_at     timestamptz NOT NULL DEFAULT now(),
     minhash         integer[],
-    facts           text[]
+    facts           text[],
+    -- every distinct clause hash of the text, ascending; document_clauses
+    -- holds a row for some of them only (dedup_clause_rows)
+    clauses         bigint[] NOT NULL
 ) PARTITION BY RANGE (seen_at);
 COMMENT ON COLUMN documents.minhash IS
     'MinHash signature (128 x 32-bit) over character 5-grams of the normalized text; null for texts too short';
@@ -114,6 +117,7 @@ CREATE TABLE duplicate_candidates (
     note            text,
     minhash         integer[],
     facts           text[],
+    lead            bigint[],  -- the text's first clauses, in order (dedup_clause_rows keeps them)
     CONSTRAINT duplicate_candidates_pkey PRIMARY KEY (candidate_id, seen_at)
 ) PARTITION BY RANGE (seen_at);
 ALTER SEQUENCE duplicate_candidates_candidate_id_seq OWNED BY duplicate_candidates.candidate_id;
@@ -164,4 +168,4 @@ CREATE TYPE dedup_item AS (
     pos integer, external_id text, title text, body text, url text, source text,
     seen_at timestamptz, published_at timestamptz, sha1 text, title_sha1 text,
     simhash bigint, length integer, clauses bigint[], norm_version smallint,
-    minhash integer[], facts text[]);
+    minhash integer[], facts text[], lead bigint[]);

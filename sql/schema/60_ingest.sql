@@ -43,13 +43,13 @@ RETURNS void
 LANGUAGE sql AS $$
     INSERT INTO documents (doc_id, seen_at, external_id, title, body, url, source, published_at,
                            content_sha1, title_sha1, simhash, text_length, clause_count, norm_version,
-                           minhash, facts)
+                           minhash, facts, clauses)
     VALUES (p_doc_id, p_item.seen_at, p_item.external_id, p_item.title, p_item.body, p_item.url,
             p_item.source, p_item.published_at, decode(p_item.sha1, 'hex'), decode(p_item.title_sha1, 'hex'),
             p_item.simhash, p_item.length, cardinality(coalesce(p_item.clauses, '{}')), p_item.norm_version,
-            p_item.minhash, p_item.facts);
+            p_item.minhash, p_item.facts, coalesce(p_item.clauses, '{}'));
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
-    SELECT DISTINCT h, p_doc_id, p_item.seen_at FROM unnest(p_item.clauses) h;
+    SELECT DISTINCT h, p_doc_id, p_item.seen_at FROM unnest(dedup_clause_rows(p_item.clauses, p_item.lead)) h;
     INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys)
     SELECT p_doc_id, p_item.seen_at, p_minhash_bands WHERE cardinality(p_minhash_bands) > 0;
     -- the four keys of dedup_simhash_band_keys(simhash) spelled out, as the
@@ -85,15 +85,18 @@ LANGUAGE sql AS $$
     DELETE FROM documents d WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at;
 $$;
 
--- A kept document as an item, to record it as a candidate.
+-- A kept document as an item, to record it as a candidate. Its lead is the
+-- clause rows it has beyond the sample (dedup_clause_rows): stored again, the
+-- item gets the same rows.
 CREATE FUNCTION dedup_document_item(p_doc_id bigint, p_seen_at timestamptz)
 RETURNS dedup_item
 LANGUAGE sql STABLE AS $$
     SELECT ROW(0, d.external_id, d.title, d.body, d.url, d.source, d.seen_at, d.published_at,
                encode(d.content_sha1, 'hex'), encode(d.title_sha1, 'hex'), d.simhash, d.text_length,
+               d.clauses, d.norm_version, d.minhash, d.facts,
                ARRAY(SELECT c.clause_hash FROM document_clauses c
-                      WHERE c.doc_id = d.doc_id AND c.seen_at = d.seen_at ORDER BY 1),
-               d.norm_version, d.minhash, d.facts)::dedup_item
+                      WHERE c.doc_id = d.doc_id AND c.seen_at = d.seen_at
+                        AND c.clause_hash <> ALL (dedup_clause_rows(d.clauses, '{}'))))::dedup_item
       FROM documents d
      WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at
 $$;
@@ -114,13 +117,13 @@ DECLARE
 BEGIN
     INSERT INTO duplicate_candidates AS c (
         seen_at, external_id, title, body, url, source, published_at, content_sha1, title_sha1,
-        simhash, text_length, clauses, norm_version, minhash, facts, doc_id, matched_doc_id,
+        simhash, text_length, clauses, norm_version, minhash, facts, lead, doc_id, matched_doc_id,
         matched_seen_at, layer, score, distance, thresholds, status)
     VALUES (p_item.seen_at, p_item.external_id, p_item.title,
             CASE WHEN p_item.body IS NOT DISTINCT FROM p_matched_body THEN NULL ELSE p_item.body END,
             p_item.url, p_item.source, p_item.published_at, decode(p_item.sha1, 'hex'),
             decode(p_item.title_sha1, 'hex'), p_item.simhash, p_item.length,
-            coalesce(p_item.clauses, '{}'), p_item.norm_version, p_item.minhash, p_item.facts,
+            coalesce(p_item.clauses, '{}'), p_item.norm_version, p_item.minhash, p_item.facts, p_item.lead,
             p_doc_id, p_matched_doc_id, p_matched_seen_at, p_layer, p_score, p_distance,
             p_thresholds, p_status)
     RETURNING c.candidate_id INTO v_id;
@@ -239,7 +242,6 @@ DECLARE
     v_useful bigint[];
     v_cont_docs bigint[];
     v_cont_seen timestamptz[];
-    v_cont_shared integer[];
     v_n_boiler integer;
     v_n_item integer;
     v_shared integer;
@@ -284,6 +286,7 @@ DECLARE
     v_facts_added double precision;
     v_mh_bands bigint[];
     v_matched_facts text[];
+    v_matched_clauses bigint[];
 BEGIN
     -- settings: dedup_settings, then the source's own (dedup_sources), then
     -- this call's overrides; resolved once per source in the batch
@@ -308,7 +311,7 @@ BEGIN
         it := jsonb_populate_record(NULL::dedup_item, v_json);
         v_mh_bands := NULL;
         -- the first clauses of the text, in order (the lead rule, below)
-        v_lead := ARRAY(SELECT h::bigint FROM jsonb_array_elements_text(v_json -> 'lead') h);
+        v_lead := coalesce(it.lead, '{}');
         v_source_key := coalesce(it.source, '');
         IF v_source_key IS DISTINCT FROM v_prev_key THEN
             IF NOT v_by_source ? v_source_key THEN
@@ -419,13 +422,15 @@ BEGIN
         END IF;
 
         -- Clause evidence, used by both near-duplicate layers. A clause that
-        -- v_boiler_docs stored documents already hold is site boilerplate (nav
-        -- bars, "related news", copyright lines): it is left out of the
-        -- comparison and out of both texts' clause counts. One probe a clause
-        -- reads at most v_boiler_docs holders: their count tells boilerplate
-        -- apart, and the holders of the other clauses (all of them, fewer than
-        -- v_boiler_docs) are the containment layer's candidates, with the
-        -- clauses each shares.
+        -- v_boiler_docs stored documents already hold (among the rows of
+        -- document_clauses) is site boilerplate (nav bars, "related news",
+        -- copyright lines): it is left out of the comparison and out of both
+        -- texts' clause counts. One probe a clause reads at most v_boiler_docs
+        -- holders: their count tells boilerplate apart, and the holders of the
+        -- other clauses (all of them, fewer than v_boiler_docs) are the
+        -- containment layer's candidates. A candidate's shared clauses are
+        -- counted on its array (documents.clauses): a long text has rows for a
+        -- sample of its clauses only (dedup_clause_rows).
         IF verdict IS NULL THEN
             WITH holders AS MATERIALIZED (
                 SELECT h, x.doc_id, x.seen_at, count(x.doc_id) OVER (PARTITION BY h) AS n
@@ -433,16 +438,14 @@ BEGIN
                   LEFT JOIN LATERAL (SELECT dc.doc_id, dc.seen_at FROM document_clauses dc
                                       WHERE dc.clause_hash = h AND dc.seen_at BETWEEN v_lo AND v_hi
                                       LIMIT v_boiler_docs) x ON true),
-            shared AS (
-                SELECT s.doc_id, s.seen_at, count(*)::integer AS shared FROM holders s
-                 WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL
-                 GROUP BY s.doc_id, s.seen_at HAVING count(*) >= 2)
+            found AS (
+                SELECT DISTINCT s.doc_id, s.seen_at FROM holders s
+                 WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL)
             SELECT (SELECT coalesce(array_agg(DISTINCT h), '{}') FROM holders WHERE n < v_boiler_docs),
                    (SELECT count(DISTINCT h) FROM holders WHERE n >= v_boiler_docs),
-                   (SELECT array_agg(s.doc_id) FROM shared s),
-                   (SELECT array_agg(s.seen_at) FROM shared s),
-                   (SELECT array_agg(s.shared) FROM shared s)
-              INTO v_useful, v_n_boiler, v_cont_docs, v_cont_seen, v_cont_shared;
+                   (SELECT array_agg(s.doc_id) FROM found s),
+                   (SELECT array_agg(s.seen_at) FROM found s)
+              INTO v_useful, v_n_boiler, v_cont_docs, v_cont_seen;
             v_n_item := cardinality(v_clauses) - v_n_boiler;
         END IF;
 
@@ -473,7 +476,7 @@ BEGIN
              WHERE c.dist <= v_probe_max
              ORDER BY c.dist, c.seen_at, c.doc_id
             LOOP
-            SELECT d.external_id, d.clause_count, d.content_sha1 INTO v_row
+            SELECT d.external_id, d.clause_count, d.content_sha1, d.clauses INTO v_row
               FROM documents d WHERE d.doc_id = v_cand.doc_id AND d.seen_at = v_cand.seen_at;
             CONTINUE WHEN NOT FOUND OR dedup_pair_whitelisted(v_sha1, v_row.content_sha1);
             IF v_mode = 'gated' AND v_cand.dist <= v_gate_dist THEN
@@ -486,9 +489,7 @@ BEGIN
                     -- Same vocabulary is not the same text: long texts must also
                     -- share some clauses (two pieces of one series by one author
                     -- can sit 3 bits apart with no sentence in common).
-                    SELECT count(*) INTO v_shared FROM document_clauses dc
-                     WHERE dc.doc_id = v_cand.doc_id AND dc.seen_at = v_cand.seen_at
-                       AND dc.clause_hash = ANY (v_useful);
+                    v_shared := dedup_shared_clauses(v_useful, v_row.clauses);
                     v_to_review := v_shared < v_sim_overlap * least(v_n_item, v_stored_n);
                 END IF;
                 IF v_to_review THEN
@@ -514,16 +515,20 @@ BEGIN
         -- (containment_incoming_share of its clauses are in the other text): a
         -- long text that merely quotes a short stored one is kept, for review.
         IF verdict IS NULL AND m_doc_id IS NULL AND v_n_item >= 2 AND v_cont_docs IS NOT NULL THEN
-            SELECT c.doc_id, c.seen_at, d.external_id, c.shared, d.clause_count - v_n_boiler AS stored_n,
+            SELECT c.doc_id, c.seen_at, c.external_id, c.shared, c.clause_count - v_n_boiler AS stored_n,
                    c.shared::double precision
-                       / least(v_n_item, greatest(d.clause_count - v_n_boiler, c.shared)) AS ratio,
-                   c.shared::double precision / v_n_item AS incoming_share
+                       / least(v_n_item, greatest(c.clause_count - v_n_boiler, c.shared)) AS ratio,
+                   c.shared::double precision / v_n_item AS incoming_share, c.clauses
               INTO v_cand
-              FROM unnest(v_cont_docs, v_cont_seen, v_cont_shared) c(doc_id, seen_at, shared)
-              JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
-                              AND d.seen_at BETWEEN v_lo AND v_hi  -- only the window's partitions
-             WHERE c.shared >= least(v_cont_min, v_n_item, greatest(d.clause_count - v_n_boiler, c.shared))
-               AND NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)
+              FROM (SELECT c.doc_id, c.seen_at, d.external_id, d.clause_count, d.content_sha1, d.clauses,
+                           dedup_shared_clauses(v_useful, d.clauses) AS shared
+                      FROM unnest(v_cont_docs, v_cont_seen) c(doc_id, seen_at)
+                      JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
+                                      AND d.seen_at BETWEEN v_lo AND v_hi  -- only the window's partitions
+                   ) c
+             WHERE c.shared >= 2
+               AND c.shared >= least(v_cont_min, v_n_item, greatest(c.clause_count - v_n_boiler, c.shared))
+               AND NOT dedup_pair_whitelisted(v_sha1, c.content_sha1)
              ORDER BY ratio DESC, incoming_share DESC, c.seen_at, c.doc_id
              LIMIT 1;
             IF v_cand.doc_id IS NOT NULL THEN
@@ -535,9 +540,7 @@ BEGIN
                 -- only the lead), whatever the incoming text adds after them.
                 IF v_cand.ratio >= v_cont_dup AND v_cand.incoming_share < v_cont_incoming
                    AND v_cand.shared = v_cand.stored_n AND v_cand.stored_n >= 2
-                   AND v_cand.stored_n = (SELECT count(*) FROM document_clauses dc
-                                           WHERE dc.doc_id = v_cand.doc_id AND dc.seen_at = v_cand.seen_at
-                                             AND dc.clause_hash = ANY (v_lead[1:v_cand.stored_n + 2])) THEN
+                   AND v_cand.stored_n = dedup_shared_clauses(v_lead[1:v_cand.stored_n + 2], v_cand.clauses) THEN
                     v_cand.incoming_share := 1.0;
                 END IF;
                 IF v_cand.ratio >= v_cont_dup AND v_cand.incoming_share >= v_cont_incoming THEN
@@ -597,16 +600,13 @@ BEGIN
         -- unless at least half its opening clauses (the lead, with any banner)
         -- are the matched text's: a full recrawl of a page stored truncated.
         IF verdict IS NULL AND m_doc_id IS NOT NULL AND v_facts_share IS NOT NULL THEN
-            SELECT d.facts, d.body, d.clause_count - v_n_boiler INTO v_matched_facts, v_matched_body, v_stored_n
+            SELECT d.facts, d.body, d.clause_count - v_n_boiler, d.clauses
+              INTO v_matched_facts, v_matched_body, v_stored_n, v_matched_clauses
               FROM documents d WHERE d.doc_id = m_doc_id AND d.seen_at = m_seen_at;
-            SELECT count(*) INTO v_shared FROM document_clauses dc
-             WHERE dc.doc_id = m_doc_id AND dc.seen_at = m_seen_at AND dc.clause_hash = ANY (v_useful);
+            v_shared := dedup_shared_clauses(v_useful, v_matched_clauses);
             IF dedup_facts_verdict(
                    it.facts, v_matched_facts, v_facts_share,
-                   CASE WHEN 2 * (SELECT count(*) FROM document_clauses dc
-                                   WHERE dc.clause_hash = ANY (v_lead)
-                                     AND dc.doc_id = m_doc_id AND dc.seen_at = m_seen_at)
-                             >= cardinality(v_lead)
+                   CASE WHEN 2 * dedup_shared_clauses(v_lead, v_matched_clauses) >= cardinality(v_lead)
                         THEN NULL ELSE v_facts_added END,
                    it.body, v_matched_body, v_shared, v_n_item, v_stored_n, v_settings) IS NOT NULL THEN
                 r_doc_id := m_doc_id; r_seen_at := m_seen_at; r_ext := m_ext;

@@ -42,7 +42,7 @@ COMMENT ON TABLE dedup_rebuild_runs IS
 -- Re-fingerprint stored documents in place (dedup-pg rebuild
 -- --refingerprint): p_items holds, per document, doc_id, seen_at and the
 -- fingerprints computed now (sha1, title_sha1, simhash, length, clauses,
--- norm_version, minhash, facts). Only documents whose fingerprints differ are
+-- norm_version, minhash, facts, lead). Only documents whose fingerprints differ are
 -- written: documents, their clauses, their MinHash bands (when the signature
 -- changed), their SimHash bands (when the simhash changed) and their digest. A
 -- document stored before revision 0008 (no facts) always differs: it gets its
@@ -60,30 +60,26 @@ BEGIN
     CREATE TEMP TABLE IF NOT EXISTS dedup_refp (
         doc_id bigint, seen_at timestamptz, sha1 bytea, title_sha1 bytea, simhash bigint,
         length integer, clauses bigint[], norm_version smallint, minhash integer[], facts text[],
-        old_sha1 bytea, old_minhash integer[], old_simhash bigint) ON COMMIT DROP;
+        lead bigint[], old_sha1 bytea, old_minhash integer[], old_simhash bigint) ON COMMIT DROP;
     TRUNCATE dedup_refp;
     INSERT INTO dedup_refp
     SELECT x.doc_id, x.seen_at, decode(x.sha1, 'hex'), decode(x.title_sha1, 'hex'), x.simhash,
            x.length, ARRAY(SELECT DISTINCT h FROM unnest(x.clauses) h ORDER BY 1), x.norm_version,
-           x.minhash, x.facts, d.content_sha1, d.minhash, d.simhash
+           x.minhash, x.facts, x.lead, d.content_sha1, d.minhash, d.simhash
       FROM jsonb_to_recordset(p_items) AS x(doc_id bigint, seen_at timestamptz, sha1 text,
                                             title_sha1 text, simhash bigint, length integer,
                                             clauses bigint[], norm_version smallint,
-                                            minhash integer[], facts text[])
+                                            minhash integer[], facts text[], lead bigint[])
       JOIN documents d ON d.doc_id = x.doc_id AND d.seen_at = x.seen_at;
     SELECT min(seen_at), max(seen_at) INTO v_lo, v_hi FROM dedup_refp;
-    -- unchanged: same document fields and the same clause set (one bounded
-    -- scan of the batch's days for the clauses)
+    -- unchanged: same document fields and the same clause set
     DELETE FROM dedup_refp r
      USING documents d
      WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at
        AND d.content_sha1 = r.sha1 AND d.title_sha1 IS NOT DISTINCT FROM r.title_sha1
        AND d.simhash = r.simhash AND d.text_length = r.length AND d.norm_version = r.norm_version
        AND d.minhash IS NOT DISTINCT FROM r.minhash AND d.facts IS NOT DISTINCT FROM r.facts
-       AND r.clauses = coalesce((SELECT array_agg(c.clause_hash ORDER BY c.clause_hash)
-                                   FROM document_clauses c
-                                  WHERE c.seen_at BETWEEN v_lo AND v_hi
-                                    AND c.doc_id = r.doc_id AND c.seen_at = r.seen_at), '{}');
+       AND d.clauses = r.clauses;
     SELECT count(*) INTO v_changed FROM dedup_refp;
     IF v_changed = 0 THEN
         RETURN 0;
@@ -91,7 +87,7 @@ BEGIN
     DELETE FROM document_clauses c USING dedup_refp r
      WHERE c.seen_at BETWEEN v_lo AND v_hi AND c.doc_id = r.doc_id AND c.seen_at = r.seen_at;
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
-    SELECT h, r.doc_id, r.seen_at FROM dedup_refp r, unnest(r.clauses) h;
+    SELECT h, r.doc_id, r.seen_at FROM dedup_refp r, unnest(dedup_clause_rows(r.clauses, r.lead)) h;
     -- the MinHash bands follow the signature (as dedup_store_document writes them)
     DELETE FROM document_minhash_bands b USING dedup_refp r
      WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = r.doc_id AND b.seen_at = r.seen_at
@@ -111,7 +107,7 @@ BEGIN
     UPDATE documents d
        SET content_sha1 = r.sha1, title_sha1 = r.title_sha1, simhash = r.simhash,
            text_length = r.length, clause_count = cardinality(r.clauses), norm_version = r.norm_version,
-           minhash = r.minhash, facts = r.facts
+           minhash = r.minhash, facts = r.facts, clauses = r.clauses
       FROM dedup_refp r
      WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at AND d.seen_at BETWEEN v_lo AND v_hi;
     -- the exact layer: the old digest goes with the old text; the new one is
@@ -214,30 +210,40 @@ BEGIN
     DROP TABLE IF EXISTS dedup_rb_docs, dedup_rb_clauses, dedup_rb_pairs;
     CREATE TEMP TABLE dedup_rb_docs ON COMMIT DROP AS
     SELECT d.doc_id, d.seen_at, d.content_sha1, d.simhash, d.simhash_band0 AS b0, d.simhash_band1 AS b1,
-           d.simhash_band2 AS b2, d.simhash_band3 AS b3, d.text_length, d.clause_count,
-           x.duplicate_distance AS dup_dist, x.review_distance, 0 AS n_boiler
+           d.simhash_band2 AS b2, d.simhash_band3 AS b3, d.text_length, d.clause_count, d.clauses,
+           x.duplicate_distance AS dup_dist, x.review_distance, 0 AS n_boiler, d.clauses AS useful
       FROM documents d, LATERAL dedup_simhash_distances(d.text_length, s) x
      WHERE d.seen_at >= v_from;
     CREATE INDEX ON dedup_rb_docs (doc_id);
     ANALYZE dedup_rb_docs;
 
-    -- clause holders within the window either side, the document itself not counted
+    -- each later document's clauses (all of them, from its array) with their
+    -- holders among the rows of document_clauses within the window either
+    -- side, the document itself not counted, up to containment_boilerplate_docs
+    -- (as a streaming probe reads them)
     CREATE TEMP TABLE dedup_rb_clauses ON COMMIT DROP AS
-    SELECT c.clause_hash, c.doc_id, c.seen_at,
-           count(*) OVER (PARTITION BY c.clause_hash ORDER BY c.seen_at
-                          RANGE BETWEEN v_window PRECEDING AND v_window FOLLOWING) - 1 AS holders
-      FROM document_clauses c
-     WHERE c.seen_at >= v_from;
-    UPDATE dedup_rb_docs d SET n_boiler = b.n
-      FROM (SELECT c.doc_id, count(*) AS n FROM dedup_rb_clauses c
-             WHERE c.holders >= (s ->> 'containment_boilerplate_docs')::integer GROUP BY c.doc_id) b
+    SELECT h AS clause_hash, d.doc_id, d.seen_at,
+           (SELECT count(*) FROM (SELECT 1 FROM document_clauses c
+                                   WHERE c.clause_hash = h
+                                     AND c.seen_at BETWEEN d.seen_at - v_window AND d.seen_at + v_window
+                                     AND (c.doc_id, c.seen_at) <> (d.doc_id, d.seen_at)
+                                   LIMIT (s ->> 'containment_boilerplate_docs')::integer) x) AS holders
+      FROM dedup_rb_docs d, unnest(d.clauses) h
+     WHERE d.seen_at >= v_since;
+    UPDATE dedup_rb_docs d SET n_boiler = b.n, useful = b.useful
+      FROM (SELECT c.doc_id, count(*) FILTER (WHERE c.holders >= (s ->> 'containment_boilerplate_docs')::integer) AS n,
+                   coalesce(array_agg(c.clause_hash)
+                                FILTER (WHERE c.holders < (s ->> 'containment_boilerplate_docs')::integer),
+                            '{}') AS useful
+              FROM dedup_rb_clauses c GROUP BY c.doc_id) b
      WHERE d.doc_id = b.doc_id;
     DELETE FROM dedup_rb_clauses c WHERE c.holders >= (s ->> 'containment_boilerplate_docs')::integer;
     ANALYZE dedup_rb_clauses;
 
     -- pairs (a later than b) from equal texts, SimHash bands (radius 1 when
     -- the review distance needs it: within 7 bits some band differs by at
-    -- most one), shared useful clauses and shared MinHash bands
+    -- most one), a useful clause of a that is a row of b, and shared MinHash
+    -- bands; the clauses a pair shares are then counted on the arrays
     CREATE TEMP TABLE dedup_rb_pairs ON COMMIT DROP AS
     WITH band_pairs AS (
         SELECT a.doc_id AS a_id, b.doc_id AS b_id
@@ -256,13 +262,12 @@ BEGIN
           FROM dedup_rb_docs a, unnest(dedup_band_neighbours(a.b3, v_radius)) v
           JOIN dedup_rb_docs b ON b.b3 = v
     ), clause_pairs AS (
-        SELECT a.doc_id AS a_id, b.doc_id AS b_id, count(*) AS shared
+        SELECT DISTINCT a.doc_id AS a_id, b.doc_id AS b_id
           FROM dedup_rb_clauses a
           JOIN document_clauses b ON b.clause_hash = a.clause_hash
                                  AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
                                  AND b.seen_at >= v_from
          WHERE (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
-         GROUP BY 1, 2
     ), exact_pairs AS (
         -- every earlier copy within the window: streaming compares with the
         -- copy still kept, which may be any of them
@@ -286,17 +291,16 @@ BEGIN
     SELECT a.doc_id AS a_id, a.seen_at AS a_seen, b.doc_id AS b_id, b.seen_at AS b_seen,
            a.content_sha1 = b.content_sha1 AS exact,
            bit_count((a.simhash # b.simhash)::bit(64))::integer AS dist,
-           coalesce(cp.shared, 0)::integer AS shared,
+           dedup_shared_clauses(a.useful, b.clauses) AS shared,
            a.clause_count - a.n_boiler AS n_item, b.clause_count - a.n_boiler AS stored_n,
            a.dup_dist, a.review_distance, a.content_sha1 AS a_sha1, b.content_sha1 AS b_sha1,
            mp.a_id IS NOT NULL AS mh_band
       FROM (SELECT a_id, b_id FROM band_pairs
-            UNION SELECT a_id, b_id FROM clause_pairs WHERE shared >= 2
+            UNION SELECT a_id, b_id FROM clause_pairs
             UNION SELECT a_id, b_id FROM exact_pairs
             UNION SELECT a_id, b_id FROM minhash_pairs) p
       JOIN dedup_rb_docs a ON a.doc_id = p.a_id
       JOIN dedup_rb_docs b ON b.doc_id = p.b_id
-      LEFT JOIN clause_pairs cp ON cp.a_id = p.a_id AND cp.b_id = p.b_id
       LEFT JOIN minhash_pairs mp ON mp.a_id = p.a_id AND mp.b_id = p.b_id
      WHERE (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
        AND a.seen_at - b.seen_at <= v_window

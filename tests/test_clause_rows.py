@@ -1,0 +1,111 @@
+"""Clause rows (revision 0025): every clause hash of a text is on its row
+(documents.clauses); document_clauses holds a row for all of them under 32
+clauses, else for the sample h & 3 = 0 and the text's first three. A stored
+text is found through a row and the layers count on the arrays."""
+
+from __future__ import annotations
+
+import re
+
+from dedup_pg import Deduper
+from dedup_pg.fingerprint import fingerprint
+
+
+def _rows(dd: Deduper, external_id: str) -> tuple[list[int], list[int]]:
+    """(documents.clauses, the document's rows in document_clauses), sorted."""
+    doc_id, clauses = dd.conn.execute(
+        "SELECT doc_id, clauses FROM documents WHERE external_id = %s", (external_id,)
+    ).fetchone()
+    rows = dd.conn.execute(
+        "SELECT clause_hash FROM document_clauses WHERE doc_id = %s ORDER BY 1", (doc_id,)
+    ).fetchall()
+    return list(clauses), [r[0] for r in rows]
+
+
+def _sentences(text: str) -> list[str]:
+    return re.findall(r"[^。！？]*[。！？]", text)
+
+
+def _long(sina: list[dict], dd: Deduper, at_least: int = 40) -> list[tuple[dict, object]]:
+    out = []
+    for a in sina:
+        fp = fingerprint(a["body"], a["title"], dd.options)
+        if len(fp.clauses) >= at_least:
+            out.append((a, fp))
+    return out
+
+
+def test_a_long_text_keeps_a_sample_and_its_lead_as_rows_and_every_clause_on_its_row(dd, sina):
+    (long, fp), *_ = _long(sina, dd)
+    short = next(
+        a for a in sina if 5 <= len(fingerprint(a["body"], a["title"], dd.options).clauses) < 32
+    )
+    dd.ingest({"id": "long", "title": long["title"], "body": long["body"]})
+    dd.ingest({"id": "short", "title": short["title"], "body": short["body"]})
+
+    clauses, rows = _rows(dd, "long")
+    assert clauses == sorted(fp.clauses)
+    assert rows == sorted({h for h in fp.clauses if h & 3 == 0} | set(fp.lead[:3]))
+    assert len(rows) < len(clauses) / 2
+
+    clauses, rows = _rows(dd, "short")
+    assert rows == clauses == sorted(fingerprint(short["body"], short["title"], dd.options).clauses)
+
+
+def test_a_truncated_recrawl_is_found_through_the_lead_rows(dd, sina):
+    """A recrawl that kept only a long text's opening, none of whose clauses
+    is in the sample: only the rows of the first three clauses can find it."""
+    found = 0
+    for i, (a, fp) in enumerate(_long(sina, dd)[:60]):
+        sentences = _sentences(a["body"])
+        for j in (1, 2, 3):
+            head = "".join(sentences[:j])
+            try:
+                hf = fingerprint(head, None, dd.options)
+            except ValueError:
+                continue
+            if (
+                len(hf.clauses) >= 2
+                and set(hf.clauses) <= set(fp.lead[:3])
+                and all(h & 3 for h in hf.clauses)
+            ):
+                break
+        else:
+            continue
+        dd.ingest({"id": f"full{i}", "title": a["title"], "body": a["body"]})
+        _, rows = _rows(dd, f"full{i}")
+        assert set(hf.clauses) <= set(rows)  # the lead rows, not the sample
+        v = dd.ingest({"id": f"head{i}", "body": head})
+        assert (v.verdict, v.layer, v.matched_id) == ("duplicate", "containment", f"full{i}"), v
+        found += 1
+    assert found >= 3
+
+
+def test_containment_counts_every_shared_clause_not_the_rows(dd, sina):
+    """A long text's opening three quarters under another text's opening: the
+    containment score is the clauses the two share, all of them, over the
+    smaller text's (as Python counts them on the fingerprints)."""
+    longs = _long(sina, dd, at_least=48)
+    checked = differs = 0
+    for i, ((a, fa), (b, _fb)) in enumerate(zip(longs[0::2], longs[1::2], strict=False)):
+        if i >= 20:
+            break
+        a_sentences, b_sentences = _sentences(a["body"]), _sentences(b["body"])
+        body = "".join(
+            a_sentences[: 3 * len(a_sentences) // 4] + b_sentences[: len(b_sentences) // 3]
+        )
+        incoming = fingerprint(body, None, dd.options)
+        shared = len(set(incoming.clauses) & set(fa.clauses))
+        expected = shared / min(len(incoming.clauses), len(fa.clauses))
+        dd.ingest({"id": f"a{i}", "title": a["title"], "body": a["body"]})
+        v = dd.is_duplicate(body)
+        if v.layer != "containment":
+            continue
+        assert v.matched_id == f"a{i}"
+        assert abs(v.score - min(expected, 1.0)) < 1e-9, (v, shared, expected)
+        # what the rows alone would have said (the stored text's sample and lead)
+        rows = set(_rows(dd, f"a{i}")[1])
+        on_rows = len(set(incoming.clauses) & rows) / min(len(incoming.clauses), len(rows))
+        differs += abs(on_rows - expected) > 1e-9
+        checked += 1
+    assert checked >= 3 and differs >= 1
