@@ -18,6 +18,7 @@ depends_on = None
 #: Objects this revision takes from sql/schema/ (their definitions are in its
 #: SQL file); the downgrade re-applies each one's previous definition.
 OBJECTS = [
+    "function:dedup_clause_rows_whole",
     "function:dedup_clause_rows",
     "function:dedup_shared_clauses",
     "function:dedup_store_document_bands",

@@ -107,7 +107,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 63ffa09b07802b17
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 7426e6aab14a54dd
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -135,6 +135,7 @@ DECLARE
     v_useful bigint[];
     v_cont_docs bigint[];
     v_cont_seen timestamptz[];
+    v_cont_rows integer[];
     v_n_boiler integer;
     v_n_item integer;
     v_shared integer;
@@ -326,9 +327,10 @@ BEGIN
         -- texts' clause counts. One probe a clause reads at most v_boiler_docs
         -- holders: their count tells boilerplate apart, and the holders of the
         -- other clauses (all of them, fewer than v_boiler_docs) are the
-        -- containment layer's candidates. A candidate's shared clauses are
-        -- counted on its array (documents.clauses): a long text has rows for a
-        -- sample of its clauses only (dedup_clause_rows).
+        -- containment layer's candidates. A candidate with a row for each of
+        -- its clauses shares as many as it has rows found; a long text has
+        -- rows for a sample only (dedup_clause_rows), and its shared clauses
+        -- are counted on its array (documents.clauses).
         IF verdict IS NULL THEN
             -- Citus: the per-clause LATERAL ... LIMIT cannot be planned across
             -- shards; the same rows (at most v_boiler_docs holders a clause) in
@@ -346,13 +348,15 @@ BEGIN
                   FROM unnest(v_clauses) h
                   LEFT JOIN fetched x USING (h)),
             found AS (
-                SELECT DISTINCT s.doc_id, s.seen_at FROM holders s
-                 WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL)
+                SELECT s.doc_id, s.seen_at, count(*)::integer AS n_rows FROM holders s
+                 WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL
+                 GROUP BY s.doc_id, s.seen_at)
             SELECT (SELECT coalesce(array_agg(DISTINCT h), '{}') FROM holders WHERE n < v_boiler_docs),
                    (SELECT count(DISTINCT h) FROM holders WHERE n >= v_boiler_docs),
                    (SELECT array_agg(s.doc_id) FROM found s),
-                   (SELECT array_agg(s.seen_at) FROM found s)
-              INTO v_useful, v_n_boiler, v_cont_docs, v_cont_seen;
+                   (SELECT array_agg(s.seen_at) FROM found s),
+                   (SELECT array_agg(s.n_rows) FROM found s)
+              INTO v_useful, v_n_boiler, v_cont_docs, v_cont_seen, v_cont_rows;
             v_n_item := cardinality(v_clauses) - v_n_boiler;
         END IF;
 
@@ -428,22 +432,24 @@ BEGIN
             -- whitelist-checked here, where dedup_whitelist is
             SELECT array_agg(d.doc_id), array_agg(d.seen_at), array_agg(d.external_id),
                    array_agg(d.clause_count), array_agg(d.content_sha1),
-                   array_agg(dedup_shared_clauses(v_useful, d.clauses))
+                   array_agg(CASE WHEN dedup_clause_rows_whole(d.clause_count) THEN NULL
+                                  ELSE dedup_shared_clauses(v_useful, d.clauses) END)
               INTO v_f_docs, v_f_seen, v_f_ext, v_f_n, v_f_sha1, v_f_shared
               FROM documents d
              WHERE d.doc_id = ANY (v_cont_docs)
                AND d.seen_at BETWEEN v_lo AND v_hi;  -- only the window's partitions
-            SELECT c.doc_id, c.seen_at, d.external_id, d.shared, d.clause_count - v_n_boiler AS stored_n,
-                   d.shared::double precision
-                       / least(v_n_item, greatest(d.clause_count - v_n_boiler, d.shared)) AS ratio,
-                   d.shared::double precision / v_n_item AS incoming_share
+            SELECT c.doc_id, c.seen_at, d.external_id, x.shared, d.clause_count - v_n_boiler AS stored_n,
+                   x.shared::double precision
+                       / least(v_n_item, greatest(d.clause_count - v_n_boiler, x.shared)) AS ratio,
+                   x.shared::double precision / v_n_item AS incoming_share
               INTO v_cand
-              FROM unnest(v_cont_docs, v_cont_seen) c(doc_id, seen_at)
+              FROM unnest(v_cont_docs, v_cont_seen, v_cont_rows) c(doc_id, seen_at, n_rows)
               JOIN unnest(v_f_docs, v_f_seen, v_f_ext, v_f_n, v_f_sha1, v_f_shared)
                    d(doc_id, seen_at, external_id, clause_count, content_sha1, shared)
-                ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
-             WHERE d.shared >= 2
-               AND d.shared >= least(v_cont_min, v_n_item, greatest(d.clause_count - v_n_boiler, d.shared))
+                ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at,
+                   LATERAL (SELECT coalesce(d.shared, c.n_rows) AS shared) x
+             WHERE x.shared >= 2
+               AND x.shared >= least(v_cont_min, v_n_item, greatest(d.clause_count - v_n_boiler, x.shared))
                AND NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)
              ORDER BY ratio DESC, incoming_share DESC, c.seen_at, c.doc_id
              LIMIT 1;

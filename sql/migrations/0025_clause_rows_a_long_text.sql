@@ -34,11 +34,19 @@ ALTER TABLE documents ALTER COLUMN clauses SET NOT NULL;
 COMMENT ON TABLE document_clauses IS
     'Clause hashes that find stored documents (the containment layer''s lookup; dedup_clause_rows says which of a document''s clauses have a row, documents.clauses holds them all); partitioned by ISO week';
 
+-- function:dedup_clause_rows_whole, from sql/schema/40_hash_layers.sql
+CREATE OR REPLACE FUNCTION dedup_clause_rows_whole(p_clause_count integer)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT p_clause_count < 32
+$$;
+COMMENT ON FUNCTION dedup_clause_rows_whole(integer) IS NULL;
+
 -- function:dedup_clause_rows, from sql/schema/40_hash_layers.sql
 CREATE OR REPLACE FUNCTION dedup_clause_rows(p_clauses bigint[], p_lead bigint[])
 RETURNS bigint[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT CASE WHEN cardinality(p_clauses) < 32 THEN p_clauses
+    SELECT CASE WHEN dedup_clause_rows_whole(cardinality(p_clauses)) THEN p_clauses
                 ELSE ARRAY(SELECT h FROM unnest(p_clauses) h
                             WHERE h & 3 = 0 OR h = ANY (p_lead[1:3])) END
 $$;
@@ -48,7 +56,7 @@ COMMENT ON FUNCTION dedup_clause_rows(bigint[], bigint[]) IS NULL;
 CREATE OR REPLACE FUNCTION dedup_shared_clauses(p_a bigint[], p_b bigint[])
 RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT count(*)::integer FROM unnest(p_a) h WHERE h = ANY (p_b)
+    SELECT cardinality(ARRAY(SELECT unnest(p_a) INTERSECT SELECT unnest(p_b)))
 $$;
 COMMENT ON FUNCTION dedup_shared_clauses(bigint[], bigint[]) IS NULL;
 
@@ -153,6 +161,7 @@ DECLARE
     v_useful bigint[];
     v_cont_docs bigint[];
     v_cont_seen timestamptz[];
+    v_cont_rows integer[];
     v_n_boiler integer;
     v_n_item integer;
     v_shared integer;
@@ -339,9 +348,10 @@ BEGIN
         -- texts' clause counts. One probe a clause reads at most v_boiler_docs
         -- holders: their count tells boilerplate apart, and the holders of the
         -- other clauses (all of them, fewer than v_boiler_docs) are the
-        -- containment layer's candidates. A candidate's shared clauses are
-        -- counted on its array (documents.clauses): a long text has rows for a
-        -- sample of its clauses only (dedup_clause_rows).
+        -- containment layer's candidates. A candidate with a row for each of
+        -- its clauses shares as many as it has rows found; a long text has
+        -- rows for a sample only (dedup_clause_rows), and its shared clauses
+        -- are counted on its array (documents.clauses).
         IF verdict IS NULL THEN
             WITH holders AS MATERIALIZED (
                 SELECT h, x.doc_id, x.seen_at, count(x.doc_id) OVER (PARTITION BY h) AS n
@@ -350,13 +360,15 @@ BEGIN
                                       WHERE dc.clause_hash = h AND dc.seen_at BETWEEN v_lo AND v_hi
                                       LIMIT v_boiler_docs) x ON true),
             found AS (
-                SELECT DISTINCT s.doc_id, s.seen_at FROM holders s
-                 WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL)
+                SELECT s.doc_id, s.seen_at, count(*)::integer AS n_rows FROM holders s
+                 WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL
+                 GROUP BY s.doc_id, s.seen_at)
             SELECT (SELECT coalesce(array_agg(DISTINCT h), '{}') FROM holders WHERE n < v_boiler_docs),
                    (SELECT count(DISTINCT h) FROM holders WHERE n >= v_boiler_docs),
                    (SELECT array_agg(s.doc_id) FROM found s),
-                   (SELECT array_agg(s.seen_at) FROM found s)
-              INTO v_useful, v_n_boiler, v_cont_docs, v_cont_seen;
+                   (SELECT array_agg(s.seen_at) FROM found s),
+                   (SELECT array_agg(s.n_rows) FROM found s)
+              INTO v_useful, v_n_boiler, v_cont_docs, v_cont_seen, v_cont_rows;
             v_n_item := cardinality(v_clauses) - v_n_boiler;
         END IF;
 
@@ -432,11 +444,12 @@ BEGIN
                    c.shared::double precision / v_n_item AS incoming_share, c.clauses
               INTO v_cand
               FROM (SELECT c.doc_id, c.seen_at, d.external_id, d.clause_count, d.content_sha1, d.clauses,
-                           dedup_shared_clauses(v_useful, d.clauses) AS shared
-                      FROM unnest(v_cont_docs, v_cont_seen) c(doc_id, seen_at)
+                           CASE WHEN dedup_clause_rows_whole(d.clause_count) THEN c.n_rows
+                                ELSE dedup_shared_clauses(v_useful, d.clauses) END AS shared
+                      FROM unnest(v_cont_docs, v_cont_seen, v_cont_rows) c(doc_id, seen_at, n_rows)
                       JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
                                       AND d.seen_at BETWEEN v_lo AND v_hi  -- only the window's partitions
-                   ) c
+                     WHERE c.n_rows >= 2 OR NOT dedup_clause_rows_whole(d.clause_count)) c
              WHERE c.shared >= 2
                AND c.shared >= least(v_cont_min, v_n_item, greatest(c.clause_count - v_n_boiler, c.shared))
                AND NOT dedup_pair_whitelisted(v_sha1, c.content_sha1)

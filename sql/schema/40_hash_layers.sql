@@ -41,23 +41,32 @@ CREATE INDEX document_clauses_doc_id_idx ON document_clauses USING brin (doc_id)
 COMMENT ON TABLE document_clauses IS
     'Clause hashes that find stored documents (the containment layer''s lookup; dedup_clause_rows says which of a document''s clauses have a row, documents.clauses holds them all); partitioned by ISO week';
 
+-- Does a text of p_clause_count clauses have a row for each of them (under
+-- 32), not a sample?
+CREATE FUNCTION dedup_clause_rows_whole(p_clause_count integer)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT p_clause_count < 32
+$$;
+
 -- The clauses of a text (distinct) that get a row in document_clauses: all of
--- them under 32, else the sample h & 3 = 0 and p_lead's first three (the
--- text's opening clauses, in order).
+-- them under 32 (dedup_clause_rows_whole), else the sample h & 3 = 0 and
+-- p_lead's first three (the text's opening clauses, in order).
 CREATE FUNCTION dedup_clause_rows(p_clauses bigint[], p_lead bigint[])
 RETURNS bigint[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT CASE WHEN cardinality(p_clauses) < 32 THEN p_clauses
+    SELECT CASE WHEN dedup_clause_rows_whole(cardinality(p_clauses)) THEN p_clauses
                 ELSE ARRAY(SELECT h FROM unnest(p_clauses) h
                             WHERE h & 3 = 0 OR h = ANY (p_lead[1:3])) END
 $$;
 
 -- How many of the (distinct) clauses p_a are among p_b: the clauses two texts
--- share, counted on their arrays.
+-- share, counted on their arrays. (A hashed INTERSECT: ~23 us for two
+-- arrays of ~40, where h = ANY (p_b) for each h of p_a took ~28-44.)
 CREATE FUNCTION dedup_shared_clauses(p_a bigint[], p_b bigint[])
 RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT count(*)::integer FROM unnest(p_a) h WHERE h = ANY (p_b)
+    SELECT cardinality(ARRAY(SELECT unnest(p_a) INTERSECT SELECT unnest(p_b)))
 $$;
 
 -- SimHash: one row per band of every stored document (band_key = band number

@@ -242,6 +242,7 @@ DECLARE
     v_useful bigint[];
     v_cont_docs bigint[];
     v_cont_seen timestamptz[];
+    v_cont_rows integer[];
     v_n_boiler integer;
     v_n_item integer;
     v_shared integer;
@@ -428,9 +429,10 @@ BEGIN
         -- texts' clause counts. One probe a clause reads at most v_boiler_docs
         -- holders: their count tells boilerplate apart, and the holders of the
         -- other clauses (all of them, fewer than v_boiler_docs) are the
-        -- containment layer's candidates. A candidate's shared clauses are
-        -- counted on its array (documents.clauses): a long text has rows for a
-        -- sample of its clauses only (dedup_clause_rows).
+        -- containment layer's candidates. A candidate with a row for each of
+        -- its clauses shares as many as it has rows found; a long text has
+        -- rows for a sample only (dedup_clause_rows), and its shared clauses
+        -- are counted on its array (documents.clauses).
         IF verdict IS NULL THEN
             WITH holders AS MATERIALIZED (
                 SELECT h, x.doc_id, x.seen_at, count(x.doc_id) OVER (PARTITION BY h) AS n
@@ -439,13 +441,15 @@ BEGIN
                                       WHERE dc.clause_hash = h AND dc.seen_at BETWEEN v_lo AND v_hi
                                       LIMIT v_boiler_docs) x ON true),
             found AS (
-                SELECT DISTINCT s.doc_id, s.seen_at FROM holders s
-                 WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL)
+                SELECT s.doc_id, s.seen_at, count(*)::integer AS n_rows FROM holders s
+                 WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL
+                 GROUP BY s.doc_id, s.seen_at)
             SELECT (SELECT coalesce(array_agg(DISTINCT h), '{}') FROM holders WHERE n < v_boiler_docs),
                    (SELECT count(DISTINCT h) FROM holders WHERE n >= v_boiler_docs),
                    (SELECT array_agg(s.doc_id) FROM found s),
-                   (SELECT array_agg(s.seen_at) FROM found s)
-              INTO v_useful, v_n_boiler, v_cont_docs, v_cont_seen;
+                   (SELECT array_agg(s.seen_at) FROM found s),
+                   (SELECT array_agg(s.n_rows) FROM found s)
+              INTO v_useful, v_n_boiler, v_cont_docs, v_cont_seen, v_cont_rows;
             v_n_item := cardinality(v_clauses) - v_n_boiler;
         END IF;
 
@@ -521,11 +525,12 @@ BEGIN
                    c.shared::double precision / v_n_item AS incoming_share, c.clauses
               INTO v_cand
               FROM (SELECT c.doc_id, c.seen_at, d.external_id, d.clause_count, d.content_sha1, d.clauses,
-                           dedup_shared_clauses(v_useful, d.clauses) AS shared
-                      FROM unnest(v_cont_docs, v_cont_seen) c(doc_id, seen_at)
+                           CASE WHEN dedup_clause_rows_whole(d.clause_count) THEN c.n_rows
+                                ELSE dedup_shared_clauses(v_useful, d.clauses) END AS shared
+                      FROM unnest(v_cont_docs, v_cont_seen, v_cont_rows) c(doc_id, seen_at, n_rows)
                       JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
                                       AND d.seen_at BETWEEN v_lo AND v_hi  -- only the window's partitions
-                   ) c
+                     WHERE c.n_rows >= 2 OR NOT dedup_clause_rows_whole(d.clause_count)) c
              WHERE c.shared >= 2
                AND c.shared >= least(v_cont_min, v_n_item, greatest(c.clause_count - v_n_boiler, c.shared))
                AND NOT dedup_pair_whitelisted(v_sha1, c.content_sha1)
