@@ -377,12 +377,13 @@ def _resolve_leads(
     stored_ids = sorted({x.matched_doc_id for x in pending})
     lo = min(x.matched_seen_at for x in pending)
     hi = max(x.matched_seen_at for x in pending)
-    clauses = {
-        doc_id: set(hashes)
+    # a text's rows, and a long text's clauses beyond them (documents.clauses)
+    clauses: dict[int, set[int]] = {}
+    for name in ("rebuild_clauses_of", "rebuild_clause_arrays_of"):
         for doc_id, hashes in conn.execute(
-            q["rebuild_clauses_of"], {"doc_ids": stored_ids, "lo": lo, "hi": hi}
-        ).fetchall()
-    }
+            q[name], {"doc_ids": stored_ids, "lo": lo, "hi": hi}
+        ).fetchall():
+            clauses.setdefault(doc_id, set()).update(hashes)
     lead_of: dict[int, tuple[int, ...]] = {}
     for x in pending:
         if x.doc_id not in lead_of:

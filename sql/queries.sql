@@ -230,10 +230,17 @@ WITH s AS MATERIALIZED (
                AND dc.doc_id IS DISTINCT FROM %(own)s::bigint) r
      WHERE r.rn <= 1000
      GROUP BY r.clause_hash
-), matched AS MATERIALIZED (
+), matched_rows AS MATERIALIZED (
+    SELECT dc.clause_hash AS h FROM document_clauses dc
+     WHERE dc.clause_hash = ANY (%(clauses)s::bigint[])
+       AND dc.doc_id = %(matched)s::bigint AND dc.seen_at = %(matched_seen_at)s::timestamptz
+), matched_array AS MATERIALIZED (
+    -- a long text's clauses beyond its rows (documents.clauses)
     SELECT h FROM documents d, unnest(d.clauses) h
      WHERE d.doc_id = %(matched)s::bigint AND d.seen_at = %(matched_seen_at)s::timestamptz
        AND h = ANY (%(clauses)s::bigint[])
+), matched AS MATERIALIZED (
+    SELECT h FROM matched_rows UNION SELECT h FROM matched_array
 ), n AS (
     SELECT (SELECT count(*) FROM matched m
              WHERE NOT EXISTS (SELECT 1 FROM held x, s WHERE x.h = m.h
@@ -395,8 +402,13 @@ SELECT doc_id, seen_at FROM documents
 SELECT doc_id, title, body, source FROM documents WHERE doc_id = ANY (%(doc_ids)s);
 
 -- name: rebuild_clauses_of
+-- Their clause rows (rebuild_clause_arrays_of: a long text's clauses beyond them).
+SELECT doc_id, array_agg(clause_hash) FROM document_clauses
+ WHERE doc_id = ANY (%(doc_ids)s) AND seen_at BETWEEN %(lo)s AND %(hi)s GROUP BY doc_id;
+
+-- name: rebuild_clause_arrays_of
 SELECT doc_id, clauses FROM documents
- WHERE doc_id = ANY (%(doc_ids)s) AND seen_at BETWEEN %(lo)s AND %(hi)s;
+ WHERE doc_id = ANY (%(doc_ids)s) AND seen_at BETWEEN %(lo)s AND %(hi)s AND clauses IS NOT NULL;
 
 -- name: rebuild_demote
 SELECT doc_id, candidate_id FROM dedup_rebuild_demote(%(links)s);

@@ -182,7 +182,7 @@ def _expected(dd: Deduper) -> dict[int, tuple]:
         out[doc_id] = (
             fp.digest,
             to_signed(fp.simhash),
-            sorted(fp.clauses),
+            sorted(fp.clauses) if len(fp.clauses) >= 32 else None,  # the array of a sampled text
             _rows(fp.clauses, fp.lead),
         )
     return out
@@ -198,7 +198,7 @@ def _stored(dd: Deduper) -> dict[int, tuple]:
     rows = dd.conn.execute(
         "SELECT doc_id, content_sha1, simhash, clauses FROM documents"
     ).fetchall()
-    return {d: (bytes(sha1), sim, list(c), clauses.get(d, [])) for d, sha1, sim, c in rows}
+    return {d: (bytes(sha1), sim, c, clauses.get(d, [])) for d, sha1, sim, c in rows}
 
 
 class Interrupted(Exception):

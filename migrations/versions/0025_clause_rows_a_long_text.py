@@ -1,5 +1,7 @@
 """Clause rows: a long text's sample, all its clauses on its row (documents.clauses):
-the containment layer finds a stored text through a row and counts on the arrays.
+a text of 32+ clauses has rows for a quarter of them and its first three; a stored text
+is found through a row and compared on all its clauses. sina2018: 5,913 -> 4,896 bytes
+a document beside the text.
 
 Revision ID: 0025
 Revises: 0024
@@ -20,6 +22,7 @@ depends_on = None
 OBJECTS = [
     "function:dedup_clause_rows_whole",
     "function:dedup_clause_rows",
+    "function:dedup_document_clauses",
     "function:dedup_shared_clauses",
     "function:dedup_store_document_bands",
     "function:dedup_document_item",

@@ -26,7 +26,21 @@ BEGIN
     DELETE FROM documents d WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at;
 END $$;
 
--- from sql/schema/60_ingest.sql dedup_document_item: sha256 5053d1d1b980185c
+-- from sql/schema/40_hash_layers.sql dedup_document_clauses: sha256 edfb67c6a98cbc2a
+-- Citus: PL/pgSQL (Citus plans no distributed query inside a SQL function
+-- with parameters)
+CREATE OR REPLACE FUNCTION dedup_document_clauses(p_doc_id bigint, p_seen_at timestamptz, p_clauses bigint[])
+RETURNS bigint[]
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF p_clauses IS NOT NULL THEN
+        RETURN p_clauses;
+    END IF;
+    RETURN ARRAY(SELECT c.clause_hash FROM document_clauses c
+                  WHERE c.doc_id = p_doc_id AND c.seen_at = p_seen_at ORDER BY 1);
+END $$;
+
+-- from sql/schema/60_ingest.sql dedup_document_item: sha256 3b4529bcf1b1de6e
 -- Citus: PL/pgSQL; the clause rows read before the document row (a
 -- correlated subquery on a table distributed by another column), and the
 -- item built here from the row read (a ROW(...) sent to the worker with a
@@ -36,6 +50,7 @@ RETURNS dedup_item
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
     v_rows bigint[];
+    v_clauses bigint[];
     d record;
 BEGIN
     v_rows := ARRAY(SELECT c.clause_hash FROM document_clauses c
@@ -48,11 +63,12 @@ BEGIN
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
+    v_clauses := coalesce(d.clauses, ARRAY(SELECT h FROM unnest(v_rows) h ORDER BY 1));
     RETURN ROW(0, d.external_id, d.title, d.body, d.url, d.source, d.seen_at, d.published_at,
                encode(d.content_sha1, 'hex'), encode(d.title_sha1, 'hex'), d.simhash, d.text_length,
-               d.clauses, d.norm_version, d.minhash, d.facts,
+               v_clauses, d.norm_version, d.minhash, d.facts,
                ARRAY(SELECT h FROM unnest(v_rows) h
-                      WHERE h <> ALL (dedup_clause_rows(d.clauses, '{}'))))::dedup_item;
+                      WHERE h <> ALL (dedup_clause_rows(v_clauses, '{}'))))::dedup_item;
 END $$;
 
 -- from sql/schema/60_ingest.sql dedup_redelivered: sha256 bb031afc4af82057
@@ -107,7 +123,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 7426e6aab14a54dd
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 3c5cb6920e85e2d0
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -330,7 +346,7 @@ BEGIN
         -- containment layer's candidates. A candidate with a row for each of
         -- its clauses shares as many as it has rows found; a long text has
         -- rows for a sample only (dedup_clause_rows), and its shared clauses
-        -- are counted on its array (documents.clauses).
+        -- are counted on its array (documents.clauses, NULL for the others).
         IF verdict IS NULL THEN
             -- Citus: the per-clause LATERAL ... LIMIT cannot be planned across
             -- shards; the same rows (at most v_boiler_docs holders a clause) in
@@ -400,7 +416,8 @@ BEGIN
                     -- Same vocabulary is not the same text: long texts must also
                     -- share some clauses (two pieces of one series by one author
                     -- can sit 3 bits apart with no sentence in common).
-                    v_shared := dedup_shared_clauses(v_useful, v_row.clauses);
+                    v_shared := dedup_shared_clauses(
+                        v_useful, dedup_document_clauses(v_cand.doc_id, v_cand.seen_at, v_row.clauses));
                     v_to_review := v_shared < v_sim_overlap * least(v_n_item, v_stored_n);
                 END IF;
                 IF v_to_review THEN
@@ -432,8 +449,7 @@ BEGIN
             -- whitelist-checked here, where dedup_whitelist is
             SELECT array_agg(d.doc_id), array_agg(d.seen_at), array_agg(d.external_id),
                    array_agg(d.clause_count), array_agg(d.content_sha1),
-                   array_agg(CASE WHEN dedup_clause_rows_whole(d.clause_count) THEN NULL
-                                  ELSE dedup_shared_clauses(v_useful, d.clauses) END)
+                   array_agg(CASE WHEN d.clauses IS NOT NULL THEN dedup_shared_clauses(v_useful, d.clauses) END)
               INTO v_f_docs, v_f_seen, v_f_ext, v_f_n, v_f_sha1, v_f_shared
               FROM documents d
              WHERE d.doc_id = ANY (v_cont_docs)
@@ -462,9 +478,12 @@ BEGIN
                 -- only the lead), whatever the incoming text adds after them.
                 IF v_cand.ratio >= v_cont_dup AND v_cand.incoming_share < v_cont_incoming
                    AND v_cand.shared = v_cand.stored_n AND v_cand.stored_n >= 2
-                   AND v_cand.stored_n = (SELECT dedup_shared_clauses(v_lead[1:v_cand.stored_n + 2], d.clauses)
-                                            FROM documents d
-                                           WHERE d.doc_id = v_cand.doc_id AND d.seen_at = v_cand.seen_at) THEN
+                   AND v_cand.stored_n = dedup_shared_clauses(
+                           v_lead[1:v_cand.stored_n + 2],
+                           dedup_document_clauses(v_cand.doc_id, v_cand.seen_at,
+                                                  (SELECT d.clauses FROM documents d
+                                                    WHERE d.doc_id = v_cand.doc_id
+                                                      AND d.seen_at = v_cand.seen_at))) THEN
                     v_cand.incoming_share := 1.0;
                 END IF;
                 IF v_cand.ratio >= v_cont_dup AND v_cand.incoming_share >= v_cont_incoming THEN
@@ -537,6 +556,7 @@ BEGIN
             SELECT d.facts, d.body, d.clause_count - v_n_boiler, d.clauses
               INTO v_matched_facts, v_matched_body, v_stored_n, v_matched_clauses
               FROM documents d WHERE d.doc_id = m_doc_id AND d.seen_at = m_seen_at;
+            v_matched_clauses := dedup_document_clauses(m_doc_id, m_seen_at, v_matched_clauses);
             v_shared := dedup_shared_clauses(v_useful, v_matched_clauses);
             IF dedup_facts_verdict(
                    it.facts, v_matched_facts, v_facts_share,

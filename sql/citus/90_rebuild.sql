@@ -9,7 +9,7 @@
 -- coordinator (as on a single node): on a cluster it runs on the coordinator,
 -- it does not scale out.
 
--- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 a6f2cf9339d9aeef
+-- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 a7cb6c86ecef5a2d
 CREATE OR REPLACE FUNCTION dedup_rebuild_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
                verdict text, layer text, score double precision, distance integer, thresholds jsonb)
@@ -43,9 +43,6 @@ BEGIN
            x.duplicate_distance AS dup_dist, x.review_distance, 0 AS n_boiler, d.clauses AS useful
       FROM documents d, LATERAL dedup_simhash_distances(d.text_length, s) x
      WHERE d.seen_at >= v_from;
-    CREATE INDEX ON dedup_rb_docs (doc_id);
-    ANALYZE dedup_rb_docs;
-
     -- Citus: the window's clause rows on the coordinator (the table is
     -- distributed by clause_hash; the holders are counted by a correlated
     -- subquery, which a cluster refuses on a distributed table)
@@ -53,6 +50,14 @@ BEGIN
     SELECT c.clause_hash, c.doc_id, c.seen_at FROM document_clauses c WHERE c.seen_at >= v_from;
     CREATE INDEX ON dedup_rb_rows (clause_hash);
     ANALYZE dedup_rb_rows;
+    -- a text with a row for each of its clauses (no array): its clauses are its rows
+    UPDATE dedup_rb_docs d SET clauses = r.clauses, useful = r.clauses
+      FROM (SELECT c.doc_id, c.seen_at, array_agg(c.clause_hash ORDER BY c.clause_hash) AS clauses
+              FROM dedup_rb_rows c GROUP BY c.doc_id, c.seen_at) r  -- Citus: the rows read above
+     WHERE d.clauses IS NULL AND r.doc_id = d.doc_id AND r.seen_at = d.seen_at;
+    UPDATE dedup_rb_docs d SET clauses = '{}', useful = '{}' WHERE d.clauses IS NULL;
+    CREATE INDEX ON dedup_rb_docs (doc_id);
+    ANALYZE dedup_rb_docs;
 
     -- each later document's clauses (all of them, from its array) with their
     -- holders among the rows of document_clauses within the window either
@@ -381,7 +386,7 @@ BEGIN
           s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
 END $$;
 
--- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 7d56fd3999b81a5d
+-- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 1b70ceb186e2e98c
 -- Citus: the single-node statements join the batch's temporary table with
 -- documents, document_clauses and the band and digest tables (INSERT ...
 -- JOIN documents, DELETE ... USING documents, UPDATE ... FROM, a correlated
@@ -399,6 +404,7 @@ DECLARE
     v_hi timestamptz;
     v_changed integer;
     v_ids bigint[];
+    v_whole bigint[];  -- documents with a clause row for each clause
     v_row record;  -- not r: the statements alias dedup_refp r
     v_gdoc bigint;
     v_gseen timestamptz;
@@ -419,11 +425,18 @@ BEGIN
                                             minhash integer[], facts text[], lead bigint[]);
     SELECT min(seen_at), max(seen_at), array_agg(doc_id) INTO v_lo, v_hi, v_ids FROM dedup_refp;
     -- Citus: the batch's stored rows, by doc_id
-    DROP TABLE IF EXISTS dedup_refp_d;
+    DROP TABLE IF EXISTS dedup_refp_d, dedup_refp_c;
     CREATE TEMP TABLE dedup_refp_d ON COMMIT DROP AS
     SELECT d.doc_id, d.seen_at, d.content_sha1, d.title_sha1, d.simhash, d.text_length, d.norm_version,
            d.minhash, d.facts, d.clauses
       FROM documents d WHERE d.doc_id = ANY (v_ids) AND d.seen_at BETWEEN v_lo AND v_hi;
+    -- and the clause rows of those with a row for each clause (no array)
+    v_whole := ARRAY(SELECT d.doc_id FROM dedup_refp_d d WHERE d.clauses IS NULL);
+    CREATE TEMP TABLE dedup_refp_c ON COMMIT DROP AS
+    SELECT c.doc_id, c.seen_at, array_agg(c.clause_hash ORDER BY c.clause_hash) AS clauses
+      FROM document_clauses c
+     WHERE c.doc_id = ANY (v_whole) AND c.seen_at BETWEEN v_lo AND v_hi
+     GROUP BY c.doc_id, c.seen_at;
     -- the single-node INSERT's join: items whose document is gone are dropped
     DELETE FROM dedup_refp r
      WHERE NOT EXISTS (SELECT 1 FROM dedup_refp_d d WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at);
@@ -436,7 +449,8 @@ BEGIN
        AND d.content_sha1 = r.sha1 AND d.title_sha1 IS NOT DISTINCT FROM r.title_sha1
        AND d.simhash = r.simhash AND d.text_length = r.length AND d.norm_version = r.norm_version
        AND d.minhash IS NOT DISTINCT FROM r.minhash AND d.facts IS NOT DISTINCT FROM r.facts
-       AND d.clauses = r.clauses;
+       AND coalesce(d.clauses, (SELECT c.clauses FROM dedup_refp_c c
+                                  WHERE c.doc_id = r.doc_id AND c.seen_at = r.seen_at), '{}') = r.clauses;
     SELECT count(*) INTO v_changed FROM dedup_refp;
     IF v_changed = 0 THEN
         RETURN 0;
@@ -466,7 +480,8 @@ BEGIN
         UPDATE documents d
            SET content_sha1 = v_row.sha1, title_sha1 = v_row.title_sha1, simhash = v_row.simhash,
                text_length = v_row.length, clause_count = cardinality(v_row.clauses), norm_version = v_row.norm_version,
-               minhash = v_row.minhash, facts = v_row.facts, clauses = v_row.clauses
+               minhash = v_row.minhash, facts = v_row.facts,
+               clauses = CASE WHEN NOT dedup_clause_rows_whole(cardinality(v_row.clauses)) THEN v_row.clauses END
          WHERE d.doc_id = v_row.doc_id AND d.seen_at = v_row.seen_at;
         -- the exact layer: the old digest goes with the old text
         IF v_row.old_sha1 <> v_row.sha1 THEN

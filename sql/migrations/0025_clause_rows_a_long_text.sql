@@ -11,28 +11,24 @@
 -- generated decisions of the containment layer unchanged, 1,772 of 1,774
 -- validation ones, 11,372 of 11,377 over sina2018 as one store.
 --
--- Now: documents.clauses holds every distinct clause hash of a text; a new
--- document gets rows for the clauses dedup_clause_rows names (all of them
--- under 32 clauses, else the sample h & 3 = 0 and its first three); the
--- containment, SimHash-overlap, lead and fact-check rules count shared clauses
--- on the arrays (dedup_shared_clauses). Items and candidates carry their lead
--- (dedup_item.lead, duplicate_candidates.lead) so a restored candidate gets
--- the same rows.
+-- Now: a new document gets rows for the clauses dedup_clause_rows names (all
+-- of them under 32 clauses, else the sample h & 3 = 0 and its first three),
+-- and documents.clauses holds every distinct clause hash of a text whose rows
+-- are a sample (NULL otherwise: an array there cost a short text 8 bytes a
+-- clause for nothing); the containment, SimHash-overlap, lead and fact-check
+-- rules count shared clauses on a candidate's rows when they are all its
+-- clauses, else on its array (dedup_document_clauses, dedup_shared_clauses).
+-- Items and candidates carry their lead (dedup_item.lead,
+-- duplicate_candidates.lead) so a restored candidate gets the same rows.
 -- Documents stored before this revision keep a row for each of their clauses
 -- (the lead they were stored with is not known here) until their partitions
--- are dropped; their arrays are filled from those rows.
+-- are dropped: like a text under 32 clauses, they have no array.
 
 ALTER TYPE dedup_item ADD ATTRIBUTE lead bigint[];
 ALTER TABLE duplicate_candidates ADD COLUMN lead bigint[];
 ALTER TABLE documents ADD COLUMN clauses bigint[];
-WITH c AS MATERIALIZED (
-    SELECT c.doc_id, c.seen_at, array_agg(c.clause_hash ORDER BY c.clause_hash) AS clauses
-      FROM document_clauses c GROUP BY c.doc_id, c.seen_at)
-UPDATE documents d SET clauses = c.clauses FROM c WHERE d.doc_id = c.doc_id AND d.seen_at = c.seen_at;
-UPDATE documents SET clauses = '{}' WHERE clauses IS NULL;
-ALTER TABLE documents ALTER COLUMN clauses SET NOT NULL;
 COMMENT ON TABLE document_clauses IS
-    'Clause hashes that find stored documents (the containment layer''s lookup; dedup_clause_rows says which of a document''s clauses have a row, documents.clauses holds them all); partitioned by ISO week';
+    'Clause hashes that find stored documents (the containment layer''s lookup; dedup_clause_rows says which of a document''s clauses have a row; where they are a sample, documents.clauses holds them all); partitioned by ISO week';
 
 -- function:dedup_clause_rows_whole, from sql/schema/40_hash_layers.sql
 CREATE OR REPLACE FUNCTION dedup_clause_rows_whole(p_clause_count integer)
@@ -52,6 +48,15 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 COMMENT ON FUNCTION dedup_clause_rows(bigint[], bigint[]) IS NULL;
 
+-- function:dedup_document_clauses, from sql/schema/40_hash_layers.sql
+CREATE OR REPLACE FUNCTION dedup_document_clauses(p_doc_id bigint, p_seen_at timestamptz, p_clauses bigint[])
+RETURNS bigint[]
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(p_clauses, ARRAY(SELECT c.clause_hash FROM document_clauses c
+                                      WHERE c.doc_id = p_doc_id AND c.seen_at = p_seen_at ORDER BY 1))
+$$;
+COMMENT ON FUNCTION dedup_document_clauses(bigint, timestamptz, bigint[]) IS NULL;
+
 -- function:dedup_shared_clauses, from sql/schema/40_hash_layers.sql
 CREATE OR REPLACE FUNCTION dedup_shared_clauses(p_a bigint[], p_b bigint[])
 RETURNS integer
@@ -70,7 +75,8 @@ LANGUAGE sql AS $$
     VALUES (p_doc_id, p_item.seen_at, p_item.external_id, p_item.title, p_item.body, p_item.url,
             p_item.source, p_item.published_at, decode(p_item.sha1, 'hex'), decode(p_item.title_sha1, 'hex'),
             p_item.simhash, p_item.length, cardinality(coalesce(p_item.clauses, '{}')), p_item.norm_version,
-            p_item.minhash, p_item.facts, coalesce(p_item.clauses, '{}'));
+            p_item.minhash, p_item.facts,
+            CASE WHEN NOT dedup_clause_rows_whole(cardinality(p_item.clauses)) THEN p_item.clauses END);
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
     SELECT DISTINCT h, p_doc_id, p_item.seen_at FROM unnest(dedup_clause_rows(p_item.clauses, p_item.lead)) h;
     INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys)
@@ -93,11 +99,11 @@ RETURNS dedup_item
 LANGUAGE sql STABLE AS $$
     SELECT ROW(0, d.external_id, d.title, d.body, d.url, d.source, d.seen_at, d.published_at,
                encode(d.content_sha1, 'hex'), encode(d.title_sha1, 'hex'), d.simhash, d.text_length,
-               d.clauses, d.norm_version, d.minhash, d.facts,
+               x.clauses, d.norm_version, d.minhash, d.facts,
                ARRAY(SELECT c.clause_hash FROM document_clauses c
                       WHERE c.doc_id = d.doc_id AND c.seen_at = d.seen_at
-                        AND c.clause_hash <> ALL (dedup_clause_rows(d.clauses, '{}'))))::dedup_item
-      FROM documents d
+                        AND c.clause_hash <> ALL (dedup_clause_rows(x.clauses, '{}'))))::dedup_item
+      FROM documents d, LATERAL (SELECT dedup_document_clauses(d.doc_id, d.seen_at, d.clauses) AS clauses) x
      WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at
 $$;
 COMMENT ON FUNCTION dedup_document_item(bigint, timestamptz) IS NULL;
@@ -351,7 +357,7 @@ BEGIN
         -- containment layer's candidates. A candidate with a row for each of
         -- its clauses shares as many as it has rows found; a long text has
         -- rows for a sample only (dedup_clause_rows), and its shared clauses
-        -- are counted on its array (documents.clauses).
+        -- are counted on its array (documents.clauses, NULL for the others).
         IF verdict IS NULL THEN
             WITH holders AS MATERIALIZED (
                 SELECT h, x.doc_id, x.seen_at, count(x.doc_id) OVER (PARTITION BY h) AS n
@@ -412,7 +418,8 @@ BEGIN
                     -- Same vocabulary is not the same text: long texts must also
                     -- share some clauses (two pieces of one series by one author
                     -- can sit 3 bits apart with no sentence in common).
-                    v_shared := dedup_shared_clauses(v_useful, v_row.clauses);
+                    v_shared := dedup_shared_clauses(
+                        v_useful, dedup_document_clauses(v_cand.doc_id, v_cand.seen_at, v_row.clauses));
                     v_to_review := v_shared < v_sim_overlap * least(v_n_item, v_stored_n);
                 END IF;
                 IF v_to_review THEN
@@ -444,12 +451,12 @@ BEGIN
                    c.shared::double precision / v_n_item AS incoming_share, c.clauses
               INTO v_cand
               FROM (SELECT c.doc_id, c.seen_at, d.external_id, d.clause_count, d.content_sha1, d.clauses,
-                           CASE WHEN dedup_clause_rows_whole(d.clause_count) THEN c.n_rows
+                           CASE WHEN d.clauses IS NULL THEN c.n_rows
                                 ELSE dedup_shared_clauses(v_useful, d.clauses) END AS shared
                       FROM unnest(v_cont_docs, v_cont_seen, v_cont_rows) c(doc_id, seen_at, n_rows)
                       JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
                                       AND d.seen_at BETWEEN v_lo AND v_hi  -- only the window's partitions
-                     WHERE c.n_rows >= 2 OR NOT dedup_clause_rows_whole(d.clause_count)) c
+                     WHERE c.n_rows >= 2 OR d.clauses IS NOT NULL) c
              WHERE c.shared >= 2
                AND c.shared >= least(v_cont_min, v_n_item, greatest(c.clause_count - v_n_boiler, c.shared))
                AND NOT dedup_pair_whitelisted(v_sha1, c.content_sha1)
@@ -464,7 +471,9 @@ BEGIN
                 -- only the lead), whatever the incoming text adds after them.
                 IF v_cand.ratio >= v_cont_dup AND v_cand.incoming_share < v_cont_incoming
                    AND v_cand.shared = v_cand.stored_n AND v_cand.stored_n >= 2
-                   AND v_cand.stored_n = dedup_shared_clauses(v_lead[1:v_cand.stored_n + 2], v_cand.clauses) THEN
+                   AND v_cand.stored_n = dedup_shared_clauses(
+                           v_lead[1:v_cand.stored_n + 2],
+                           dedup_document_clauses(v_cand.doc_id, v_cand.seen_at, v_cand.clauses)) THEN
                     v_cand.incoming_share := 1.0;
                 END IF;
                 IF v_cand.ratio >= v_cont_dup AND v_cand.incoming_share >= v_cont_incoming THEN
@@ -527,6 +536,7 @@ BEGIN
             SELECT d.facts, d.body, d.clause_count - v_n_boiler, d.clauses
               INTO v_matched_facts, v_matched_body, v_stored_n, v_matched_clauses
               FROM documents d WHERE d.doc_id = m_doc_id AND d.seen_at = m_seen_at;
+            v_matched_clauses := dedup_document_clauses(m_doc_id, m_seen_at, v_matched_clauses);
             v_shared := dedup_shared_clauses(v_useful, v_matched_clauses);
             IF dedup_facts_verdict(
                    it.facts, v_matched_facts, v_facts_share,
@@ -648,7 +658,7 @@ BEGIN
        AND d.content_sha1 = r.sha1 AND d.title_sha1 IS NOT DISTINCT FROM r.title_sha1
        AND d.simhash = r.simhash AND d.text_length = r.length AND d.norm_version = r.norm_version
        AND d.minhash IS NOT DISTINCT FROM r.minhash AND d.facts IS NOT DISTINCT FROM r.facts
-       AND d.clauses = r.clauses;
+       AND dedup_document_clauses(d.doc_id, d.seen_at, d.clauses) = r.clauses;
     SELECT count(*) INTO v_changed FROM dedup_refp;
     IF v_changed = 0 THEN
         RETURN 0;
@@ -676,7 +686,8 @@ BEGIN
     UPDATE documents d
        SET content_sha1 = r.sha1, title_sha1 = r.title_sha1, simhash = r.simhash,
            text_length = r.length, clause_count = cardinality(r.clauses), norm_version = r.norm_version,
-           minhash = r.minhash, facts = r.facts, clauses = r.clauses
+           minhash = r.minhash, facts = r.facts,
+           clauses = CASE WHEN NOT dedup_clause_rows_whole(cardinality(r.clauses)) THEN r.clauses END
       FROM dedup_refp r
      WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at AND d.seen_at BETWEEN v_lo AND v_hi;
     -- the exact layer: the old digest goes with the old text; the new one is
@@ -729,6 +740,12 @@ BEGIN
            x.duplicate_distance AS dup_dist, x.review_distance, 0 AS n_boiler, d.clauses AS useful
       FROM documents d, LATERAL dedup_simhash_distances(d.text_length, s) x
      WHERE d.seen_at >= v_from;
+    -- a text with a row for each of its clauses (no array): its clauses are its rows
+    UPDATE dedup_rb_docs d SET clauses = r.clauses, useful = r.clauses
+      FROM (SELECT c.doc_id, c.seen_at, array_agg(c.clause_hash ORDER BY c.clause_hash) AS clauses
+              FROM document_clauses c WHERE c.seen_at >= v_from GROUP BY c.doc_id, c.seen_at) r
+     WHERE d.clauses IS NULL AND r.doc_id = d.doc_id AND r.seen_at = d.seen_at;
+    UPDATE dedup_rb_docs d SET clauses = '{}', useful = '{}' WHERE d.clauses IS NULL;
     CREATE INDEX ON dedup_rb_docs (doc_id);
     ANALYZE dedup_rb_docs;
 

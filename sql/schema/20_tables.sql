@@ -33,9 +33,10 @@ CREATE TABLE documents (
     ingested_at     timestamptz NOT NULL DEFAULT now(),
     minhash         integer[],
     facts           text[],
-    -- every distinct clause hash of the text, ascending; document_clauses
-    -- holds a row for some of them only (dedup_clause_rows)
-    clauses         bigint[] NOT NULL
+    -- every distinct clause hash of a text whose rows in document_clauses are
+    -- a sample (dedup_clause_rows: 32 clauses or more), ascending; NULL when
+    -- document_clauses holds a row for each (dedup_document_clauses reads both)
+    clauses         bigint[]
 ) PARTITION BY RANGE (seen_at);
 COMMENT ON COLUMN documents.minhash IS
     'MinHash signature (128 x 32-bit) over character 5-grams of the normalized text; null for texts too short';

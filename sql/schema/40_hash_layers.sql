@@ -19,9 +19,10 @@
 -- a row for the ones that find it (dedup_clause_rows): every clause of a text
 -- of fewer than 32 clauses, and of a longer one a sample (hash & 3 = 0, the
 -- same clauses in every copy of a text) plus its first three (the lead a
--- truncated recrawl keeps). A probe with every clause of an incoming text
--- finds the stored texts it shares a row with; the layers then count the
--- clauses two texts share on their arrays, all of them. On sina2018 this
+-- truncated recrawl keeps); such a text's clauses are all on its row
+-- (documents.clauses, NULL for a text with a row for each). A probe with every
+-- clause of an incoming text finds the stored texts it shares a row with; the
+-- layers then count the clauses two texts share, all of them. On sina2018 this
 -- stores 15.7 rows a document instead of 30.3 and changes 5 of 11,377 of the
 -- layer's decisions over the whole store (bench/clause_sampling.py: "1/4 +
 -- first 3, all under 32, counted in full").
@@ -39,7 +40,7 @@ CREATE TABLE document_clauses (
 CREATE INDEX document_clauses_hash_idx ON document_clauses (clause_hash);
 CREATE INDEX document_clauses_doc_id_idx ON document_clauses USING brin (doc_id) WITH (pages_per_range = 8);
 COMMENT ON TABLE document_clauses IS
-    'Clause hashes that find stored documents (the containment layer''s lookup; dedup_clause_rows says which of a document''s clauses have a row, documents.clauses holds them all); partitioned by ISO week';
+    'Clause hashes that find stored documents (the containment layer''s lookup; dedup_clause_rows says which of a document''s clauses have a row; where they are a sample, documents.clauses holds them all); partitioned by ISO week';
 
 -- Does a text of p_clause_count clauses have a row for each of them (under
 -- 32), not a sample?
@@ -58,6 +59,15 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE WHEN dedup_clause_rows_whole(cardinality(p_clauses)) THEN p_clauses
                 ELSE ARRAY(SELECT h FROM unnest(p_clauses) h
                             WHERE h & 3 = 0 OR h = ANY (p_lead[1:3])) END
+$$;
+
+-- A stored text's clauses: its array (documents.clauses) when its rows are a
+-- sample, else its rows, ascending.
+CREATE FUNCTION dedup_document_clauses(p_doc_id bigint, p_seen_at timestamptz, p_clauses bigint[])
+RETURNS bigint[]
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(p_clauses, ARRAY(SELECT c.clause_hash FROM document_clauses c
+                                      WHERE c.doc_id = p_doc_id AND c.seen_at = p_seen_at ORDER BY 1))
 $$;
 
 -- How many of the (distinct) clauses p_a are among p_b: the clauses two texts

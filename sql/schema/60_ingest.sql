@@ -47,7 +47,8 @@ LANGUAGE sql AS $$
     VALUES (p_doc_id, p_item.seen_at, p_item.external_id, p_item.title, p_item.body, p_item.url,
             p_item.source, p_item.published_at, decode(p_item.sha1, 'hex'), decode(p_item.title_sha1, 'hex'),
             p_item.simhash, p_item.length, cardinality(coalesce(p_item.clauses, '{}')), p_item.norm_version,
-            p_item.minhash, p_item.facts, coalesce(p_item.clauses, '{}'));
+            p_item.minhash, p_item.facts,
+            CASE WHEN NOT dedup_clause_rows_whole(cardinality(p_item.clauses)) THEN p_item.clauses END);
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
     SELECT DISTINCT h, p_doc_id, p_item.seen_at FROM unnest(dedup_clause_rows(p_item.clauses, p_item.lead)) h;
     INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys)
@@ -93,11 +94,11 @@ RETURNS dedup_item
 LANGUAGE sql STABLE AS $$
     SELECT ROW(0, d.external_id, d.title, d.body, d.url, d.source, d.seen_at, d.published_at,
                encode(d.content_sha1, 'hex'), encode(d.title_sha1, 'hex'), d.simhash, d.text_length,
-               d.clauses, d.norm_version, d.minhash, d.facts,
+               x.clauses, d.norm_version, d.minhash, d.facts,
                ARRAY(SELECT c.clause_hash FROM document_clauses c
                       WHERE c.doc_id = d.doc_id AND c.seen_at = d.seen_at
-                        AND c.clause_hash <> ALL (dedup_clause_rows(d.clauses, '{}'))))::dedup_item
-      FROM documents d
+                        AND c.clause_hash <> ALL (dedup_clause_rows(x.clauses, '{}'))))::dedup_item
+      FROM documents d, LATERAL (SELECT dedup_document_clauses(d.doc_id, d.seen_at, d.clauses) AS clauses) x
      WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at
 $$;
 
@@ -432,7 +433,7 @@ BEGIN
         -- containment layer's candidates. A candidate with a row for each of
         -- its clauses shares as many as it has rows found; a long text has
         -- rows for a sample only (dedup_clause_rows), and its shared clauses
-        -- are counted on its array (documents.clauses).
+        -- are counted on its array (documents.clauses, NULL for the others).
         IF verdict IS NULL THEN
             WITH holders AS MATERIALIZED (
                 SELECT h, x.doc_id, x.seen_at, count(x.doc_id) OVER (PARTITION BY h) AS n
@@ -493,7 +494,8 @@ BEGIN
                     -- Same vocabulary is not the same text: long texts must also
                     -- share some clauses (two pieces of one series by one author
                     -- can sit 3 bits apart with no sentence in common).
-                    v_shared := dedup_shared_clauses(v_useful, v_row.clauses);
+                    v_shared := dedup_shared_clauses(
+                        v_useful, dedup_document_clauses(v_cand.doc_id, v_cand.seen_at, v_row.clauses));
                     v_to_review := v_shared < v_sim_overlap * least(v_n_item, v_stored_n);
                 END IF;
                 IF v_to_review THEN
@@ -525,12 +527,12 @@ BEGIN
                    c.shared::double precision / v_n_item AS incoming_share, c.clauses
               INTO v_cand
               FROM (SELECT c.doc_id, c.seen_at, d.external_id, d.clause_count, d.content_sha1, d.clauses,
-                           CASE WHEN dedup_clause_rows_whole(d.clause_count) THEN c.n_rows
+                           CASE WHEN d.clauses IS NULL THEN c.n_rows
                                 ELSE dedup_shared_clauses(v_useful, d.clauses) END AS shared
                       FROM unnest(v_cont_docs, v_cont_seen, v_cont_rows) c(doc_id, seen_at, n_rows)
                       JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
                                       AND d.seen_at BETWEEN v_lo AND v_hi  -- only the window's partitions
-                     WHERE c.n_rows >= 2 OR NOT dedup_clause_rows_whole(d.clause_count)) c
+                     WHERE c.n_rows >= 2 OR d.clauses IS NOT NULL) c
              WHERE c.shared >= 2
                AND c.shared >= least(v_cont_min, v_n_item, greatest(c.clause_count - v_n_boiler, c.shared))
                AND NOT dedup_pair_whitelisted(v_sha1, c.content_sha1)
@@ -545,7 +547,9 @@ BEGIN
                 -- only the lead), whatever the incoming text adds after them.
                 IF v_cand.ratio >= v_cont_dup AND v_cand.incoming_share < v_cont_incoming
                    AND v_cand.shared = v_cand.stored_n AND v_cand.stored_n >= 2
-                   AND v_cand.stored_n = dedup_shared_clauses(v_lead[1:v_cand.stored_n + 2], v_cand.clauses) THEN
+                   AND v_cand.stored_n = dedup_shared_clauses(
+                           v_lead[1:v_cand.stored_n + 2],
+                           dedup_document_clauses(v_cand.doc_id, v_cand.seen_at, v_cand.clauses)) THEN
                     v_cand.incoming_share := 1.0;
                 END IF;
                 IF v_cand.ratio >= v_cont_dup AND v_cand.incoming_share >= v_cont_incoming THEN
@@ -608,6 +612,7 @@ BEGIN
             SELECT d.facts, d.body, d.clause_count - v_n_boiler, d.clauses
               INTO v_matched_facts, v_matched_body, v_stored_n, v_matched_clauses
               FROM documents d WHERE d.doc_id = m_doc_id AND d.seen_at = m_seen_at;
+            v_matched_clauses := dedup_document_clauses(m_doc_id, m_seen_at, v_matched_clauses);
             v_shared := dedup_shared_clauses(v_useful, v_matched_clauses);
             IF dedup_facts_verdict(
                    it.facts, v_matched_facts, v_facts_share,

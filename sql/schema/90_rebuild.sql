@@ -79,7 +79,7 @@ BEGIN
        AND d.content_sha1 = r.sha1 AND d.title_sha1 IS NOT DISTINCT FROM r.title_sha1
        AND d.simhash = r.simhash AND d.text_length = r.length AND d.norm_version = r.norm_version
        AND d.minhash IS NOT DISTINCT FROM r.minhash AND d.facts IS NOT DISTINCT FROM r.facts
-       AND d.clauses = r.clauses;
+       AND dedup_document_clauses(d.doc_id, d.seen_at, d.clauses) = r.clauses;
     SELECT count(*) INTO v_changed FROM dedup_refp;
     IF v_changed = 0 THEN
         RETURN 0;
@@ -107,7 +107,8 @@ BEGIN
     UPDATE documents d
        SET content_sha1 = r.sha1, title_sha1 = r.title_sha1, simhash = r.simhash,
            text_length = r.length, clause_count = cardinality(r.clauses), norm_version = r.norm_version,
-           minhash = r.minhash, facts = r.facts, clauses = r.clauses
+           minhash = r.minhash, facts = r.facts,
+           clauses = CASE WHEN NOT dedup_clause_rows_whole(cardinality(r.clauses)) THEN r.clauses END
       FROM dedup_refp r
      WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at AND d.seen_at BETWEEN v_lo AND v_hi;
     -- the exact layer: the old digest goes with the old text; the new one is
@@ -214,6 +215,12 @@ BEGIN
            x.duplicate_distance AS dup_dist, x.review_distance, 0 AS n_boiler, d.clauses AS useful
       FROM documents d, LATERAL dedup_simhash_distances(d.text_length, s) x
      WHERE d.seen_at >= v_from;
+    -- a text with a row for each of its clauses (no array): its clauses are its rows
+    UPDATE dedup_rb_docs d SET clauses = r.clauses, useful = r.clauses
+      FROM (SELECT c.doc_id, c.seen_at, array_agg(c.clause_hash ORDER BY c.clause_hash) AS clauses
+              FROM document_clauses c WHERE c.seen_at >= v_from GROUP BY c.doc_id, c.seen_at) r
+     WHERE d.clauses IS NULL AND r.doc_id = d.doc_id AND r.seen_at = d.seen_at;
+    UPDATE dedup_rb_docs d SET clauses = '{}', useful = '{}' WHERE d.clauses IS NULL;
     CREATE INDEX ON dedup_rb_docs (doc_id);
     ANALYZE dedup_rb_docs;
 
