@@ -19,7 +19,7 @@ from dedup_pg.deduper import prepare_batch
 from dedup_pg.fingerprint import fingerprint
 from dedup_pg.simhash import to_signed
 
-from conftest import allow_backfill, fresh_database
+from conftest import allow_backfill, clause_rows, fresh_database
 
 T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
 
@@ -166,14 +166,6 @@ def test_rebuild_keeps_the_earliest_writes_restorable_candidates_and_is_idempote
     assert original in kept_ids(dd.conn)
 
 
-def _rows(clauses: tuple[int, ...], lead: tuple[int, ...]) -> list[int]:
-    """The clause rows dedup_clause_rows gives a text: all its clauses under
-    32, else those with h & 3 == 0 and its first three."""
-    if len(clauses) < 32:
-        return sorted(clauses)
-    return sorted({h for h in clauses if h & 3 == 0} | set(lead[:3]))
-
-
 def _expected(dd: Deduper) -> dict[int, tuple]:
     rows = dd.conn.execute("SELECT doc_id, title, body FROM documents").fetchall()
     out = {}
@@ -183,7 +175,7 @@ def _expected(dd: Deduper) -> dict[int, tuple]:
             fp.digest,
             to_signed(fp.simhash),
             sorted(fp.clauses) if len(fp.clauses) >= 32 else None,  # the array of a sampled text
-            _rows(fp.clauses, fp.lead),
+            clause_rows(fp.clauses, fp.lead),
         )
     return out
 

@@ -14,18 +14,17 @@
 -- btree would cost ~25 bytes a row.
 
 -- Clause containment: a copy that adds or drops paragraphs (banners, ads, a
--- truncated recrawl) still holds most of the other's clauses. A document's
--- clause hashes are all on its row (documents.clauses); document_clauses holds
--- a row for the ones that find it (dedup_clause_rows): every clause of a text
--- of fewer than 32 clauses, and of a longer one a sample (hash & 3 = 0, the
--- same clauses in every copy of a text) plus its first three (the lead a
--- truncated recrawl keeps); such a text's clauses are all on its row
--- (documents.clauses, NULL for a text with a row for each). A probe with every
--- clause of an incoming text finds the stored texts it shares a row with; the
--- layers then count the clauses two texts share, all of them. On sina2018 this
--- stores 15.7 rows a document instead of 30.3 and changes 5 of 11,377 of the
--- layer's decisions over the whole store (bench/clause_sampling.py: "1/4 +
--- first 3, all under 32, counted in full").
+-- truncated recrawl) still holds most of the other's clauses. document_clauses
+-- holds a row for the clauses that find a text (dedup_clause_rows): every
+-- clause of a text of fewer than 32 clauses, and of a longer one a sample
+-- (hash & 3 = 0, the same clauses in every copy of a text) plus its first three
+-- (the lead a truncated recrawl keeps); such a text's clauses are all on its
+-- row (documents.clauses, NULL for a text with a row for each). A probe with
+-- every clause of an incoming text finds the stored texts it shares a row
+-- with; the layers then count the clauses two texts share, all of them. On
+-- sina2018 this stores 15.7 rows a document instead of 30.3 and changed 4 of
+-- its 11,377 verdicts (bench/bytes.py --verdicts; bench/clause_sampling.py,
+-- "1/4 + first 3, all under 32, counted in full", had predicted 5).
 -- The index holds the hash alone: a probe reads the heap row (doc_id,
 -- seen_at) of each holder it finds, and most clauses of a new text have none.
 -- With INCLUDE (seen_at, doc_id), as before revision 0024, an entry cost ~53
