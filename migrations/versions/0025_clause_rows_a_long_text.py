@@ -21,6 +21,7 @@ depends_on = None
 #: SQL file); the downgrade re-applies each one's previous definition.
 OBJECTS = [
     "function:dedup_clause_rows_whole",
+    "function:dedup_clause_array",
     "function:dedup_clause_rows",
     "function:dedup_document_clauses",
     "function:dedup_shared_clauses",

@@ -386,7 +386,7 @@ BEGIN
           s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
 END $$;
 
--- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 1b70ceb186e2e98c
+-- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 f8998dd23a78af06
 -- Citus: the single-node statements join the batch's temporary table with
 -- documents, document_clauses and the band and digest tables (INSERT ...
 -- JOIN documents, DELETE ... USING documents, UPDATE ... FROM, a correlated
@@ -481,7 +481,7 @@ BEGIN
            SET content_sha1 = v_row.sha1, title_sha1 = v_row.title_sha1, simhash = v_row.simhash,
                text_length = v_row.length, clause_count = cardinality(v_row.clauses), norm_version = v_row.norm_version,
                minhash = v_row.minhash, facts = v_row.facts,
-               clauses = CASE WHEN NOT dedup_clause_rows_whole(cardinality(v_row.clauses)) THEN v_row.clauses END
+               clauses = dedup_clause_array(v_row.clauses)
          WHERE d.doc_id = v_row.doc_id AND d.seen_at = v_row.seen_at;
         -- the exact layer: the old digest goes with the old text
         IF v_row.old_sha1 <> v_row.sha1 THEN

@@ -38,6 +38,14 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 COMMENT ON FUNCTION dedup_clause_rows_whole(integer) IS NULL;
 
+-- function:dedup_clause_array, from sql/schema/40_hash_layers.sql
+CREATE OR REPLACE FUNCTION dedup_clause_array(p_clauses bigint[])
+RETURNS bigint[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN NOT dedup_clause_rows_whole(cardinality(p_clauses)) THEN p_clauses END
+$$;
+COMMENT ON FUNCTION dedup_clause_array(bigint[]) IS NULL;
+
 -- function:dedup_clause_rows, from sql/schema/40_hash_layers.sql
 CREATE OR REPLACE FUNCTION dedup_clause_rows(p_clauses bigint[], p_lead bigint[])
 RETURNS bigint[]
@@ -76,7 +84,7 @@ LANGUAGE sql AS $$
             p_item.source, p_item.published_at, decode(p_item.sha1, 'hex'), decode(p_item.title_sha1, 'hex'),
             p_item.simhash, p_item.length, cardinality(coalesce(p_item.clauses, '{}')), p_item.norm_version,
             p_item.minhash, p_item.facts,
-            CASE WHEN NOT dedup_clause_rows_whole(cardinality(p_item.clauses)) THEN p_item.clauses END);
+            dedup_clause_array(p_item.clauses));
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
     SELECT DISTINCT h, p_doc_id, p_item.seen_at FROM unnest(dedup_clause_rows(p_item.clauses, p_item.lead)) h;
     INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys)
@@ -687,7 +695,7 @@ BEGIN
        SET content_sha1 = r.sha1, title_sha1 = r.title_sha1, simhash = r.simhash,
            text_length = r.length, clause_count = cardinality(r.clauses), norm_version = r.norm_version,
            minhash = r.minhash, facts = r.facts,
-           clauses = CASE WHEN NOT dedup_clause_rows_whole(cardinality(r.clauses)) THEN r.clauses END
+           clauses = dedup_clause_array(r.clauses)
       FROM dedup_refp r
      WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at AND d.seen_at BETWEEN v_lo AND v_hi;
     -- the exact layer: the old digest goes with the old text; the new one is

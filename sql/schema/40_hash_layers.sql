@@ -60,6 +60,14 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                             WHERE h & 3 = 0 OR h = ANY (p_lead[1:3])) END
 $$;
 
+-- What documents.clauses holds for a text of these clauses: all of them when
+-- its rows are a sample, else NULL (its rows are all of them).
+CREATE FUNCTION dedup_clause_array(p_clauses bigint[])
+RETURNS bigint[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN NOT dedup_clause_rows_whole(cardinality(p_clauses)) THEN p_clauses END
+$$;
+
 -- A stored text's clauses: its array (documents.clauses) when its rows are a
 -- sample, else its rows, ascending.
 CREATE FUNCTION dedup_document_clauses(p_doc_id bigint, p_seen_at timestamptz, p_clauses bigint[])

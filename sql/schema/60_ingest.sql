@@ -48,7 +48,7 @@ LANGUAGE sql AS $$
             p_item.source, p_item.published_at, decode(p_item.sha1, 'hex'), decode(p_item.title_sha1, 'hex'),
             p_item.simhash, p_item.length, cardinality(coalesce(p_item.clauses, '{}')), p_item.norm_version,
             p_item.minhash, p_item.facts,
-            CASE WHEN NOT dedup_clause_rows_whole(cardinality(p_item.clauses)) THEN p_item.clauses END);
+            dedup_clause_array(p_item.clauses));
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
     SELECT DISTINCT h, p_doc_id, p_item.seen_at FROM unnest(dedup_clause_rows(p_item.clauses, p_item.lead)) h;
     INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys)

@@ -108,7 +108,7 @@ BEGIN
        SET content_sha1 = r.sha1, title_sha1 = r.title_sha1, simhash = r.simhash,
            text_length = r.length, clause_count = cardinality(r.clauses), norm_version = r.norm_version,
            minhash = r.minhash, facts = r.facts,
-           clauses = CASE WHEN NOT dedup_clause_rows_whole(cardinality(r.clauses)) THEN r.clauses END
+           clauses = dedup_clause_array(r.clauses)
       FROM dedup_refp r
      WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at AND d.seen_at BETWEEN v_lo AND v_hi;
     -- the exact layer: the old digest goes with the old text; the new one is
