@@ -137,6 +137,53 @@ def test_synonym_rewrite_is_a_minhash_duplicate(dd, sina):
     assert unchecked.verdict == "new", unchecked
 
 
+def test_signatures_of_32_bits_become_their_low_16_on_upgrade(dd, dsn, sina):
+    """Revision 0026: a store of 32-bit signatures (as an engine of before it
+    computed them) is cut to their low 16 bits, which is what the code computes
+    now, and its band keys are cut from those: a synonym rewrite of a stored
+    text is still found by the MinHash layer alone. The downgrade keeps the 16
+    bits (as integer[]) with band keys as revision 0025 cut them."""
+    from dedup_pg import database
+
+    originals = [a for a in sina[400:460] if len(a["body"]) > 600][:6]
+    list(dd.ingest_many({"id": a["id"], "title": a["title"], "body": a["body"]} for a in originals))
+    now = dict(dd.conn.execute("SELECT external_id, minhash FROM documents").fetchall())
+    assert all(len(v) == minhash.NUM_PERM for v in now.values())
+    dd.close()
+    database.downgrade(dsn, "0025")
+    with Deduper(dsn, migrate=False) as old:
+        assert (
+            old.conn.execute("SELECT pg_typeof(minhash)::text FROM documents LIMIT 1").fetchone()[0]
+            == "integer[]"
+        )
+        # 32-bit values whose low halves are the stored ones, high halves anything
+        old.conn.execute(
+            "UPDATE documents SET minhash = ARRAY(SELECT (((i * 7919 + doc_id) % 32768) << 16)"
+            " | (v & 65535) FROM unnest(minhash) WITH ORDINALITY u(v, i) ORDER BY i)"
+        )
+        old.conn.execute(
+            "UPDATE document_minhash_bands b SET band_keys = dedup_minhash_bands(d.minhash)"
+            " FROM documents d WHERE d.doc_id = b.doc_id AND d.seen_at = b.seen_at"
+        )
+        assert (
+            old.conn.execute("SELECT max(v) FROM documents, unnest(minhash) v").fetchone()[0]
+            > 65535
+        )
+    database.migrate(dsn)
+    with Deduper(dsn, migrate=False) as new:
+        assert (
+            dict(new.conn.execute("SELECT external_id, minhash FROM documents").fetchall()) == now
+        )
+        assert new.conn.execute(
+            "SELECT count(*) FROM documents d JOIN document_minhash_bands b USING (doc_id, seen_at)"
+            " WHERE b.band_keys = dedup_minhash_bands(d.minhash)"
+        ).fetchone()[0] == len(originals)
+        a = originals[2]
+        copy = {"id": "syn", "title": synonyms(a["title"]), "body": synonyms(a["body"])}
+        v = new.check_many([copy], thresholds=HASHES_OFF)[0]
+        assert (v.verdict, v.layer, v.matched_id) == ("duplicate", "minhash", a["id"]), v
+
+
 def test_template_pair_goes_to_review_not_duplicate(dd, sina_all):
     """Two admissions brochures of one conservatory (academic vs professional
     master's): 0.87 character 8-gram Jaccard, different majors and codes."""

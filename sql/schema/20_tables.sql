@@ -31,7 +31,7 @@ CREATE TABLE documents (
     clause_count    integer NOT NULL,
     norm_version    smallint NOT NULL,
     ingested_at     timestamptz NOT NULL DEFAULT now(),
-    minhash         integer[],
+    minhash         smallint[],
     facts           text[],
     -- every distinct clause hash of a text whose rows in document_clauses are
     -- a sample (dedup_clause_rows: 32 clauses or more), ascending; NULL when
@@ -39,7 +39,7 @@ CREATE TABLE documents (
     clauses         bigint[]
 ) PARTITION BY RANGE (seen_at);
 COMMENT ON COLUMN documents.minhash IS
-    'MinHash signature (128 x 32-bit) over character 5-grams of the normalized text; null for texts too short';
+    'MinHash signature (128 values of 16 bits: the low bits of each minimum, dedup_pg/minhash.py) over character 5-grams of the normalized text; null for texts too short';
 COMMENT ON COLUMN documents.facts IS
     'numbers, proper names and titles of the text, for verifying near-duplicate matches';
 -- doc_id is unique by construction (one sequence). There is deliberately no
@@ -116,7 +116,7 @@ CREATE TABLE duplicate_candidates (
     decided_by      text,
     decided_at      timestamptz,
     note            text,
-    minhash         integer[],
+    minhash         smallint[],
     facts           text[],
     lead            bigint[],  -- the text's first clauses, in order (dedup_clause_rows keeps them)
     CONSTRAINT duplicate_candidates_pkey PRIMARY KEY (candidate_id, seen_at)
@@ -169,4 +169,4 @@ CREATE TYPE dedup_item AS (
     pos integer, external_id text, title text, body text, url text, source text,
     seen_at timestamptz, published_at timestamptz, sha1 text, title_sha1 text,
     simhash bigint, length integer, clauses bigint[], norm_version smallint,
-    minhash integer[], facts text[], lead bigint[]);
+    minhash smallint[], facts text[], lead bigint[]);
