@@ -26,7 +26,10 @@ way (bench/results/semantic.md).
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
+from collections.abc import Iterable
 
 import rjieba
 
@@ -69,3 +72,18 @@ def named_facts(text: str, names: list[str]) -> list[str]:
             found.setdefault(number)
     found.update(dict.fromkeys(names))
     return list(found)[:MAX_FACTS]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def fact_key(fact: str) -> int:
+    """A fact as SQL stores and compares it (``documents.facts``): the first 4
+    bytes of its UTF-8 SHA-256, a signed 32-bit integer. The rules only ask
+    which facts two texts share; revision 0027 computed the stored ones' keys
+    the same way in SQL (``sha256``, PostgreSQL 11+). Cached: names and
+    numbers repeat from text to text."""
+    return int.from_bytes(hashlib.sha256(fact.encode("utf-8")).digest()[:4], "big", signed=True)
+
+
+def fact_keys(facts: Iterable[str]) -> list[int]:
+    """:func:`fact_key` of each fact, in order."""
+    return [fact_key(f) for f in facts]

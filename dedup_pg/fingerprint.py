@@ -12,7 +12,7 @@ import rjieba
 
 from . import minhash as mh
 from . import simhash as sh
-from .facts import named_facts
+from .facts import fact_keys, named_facts
 from .normalize import NORMALIZATION_VERSION, Normalized, NormalizeOptions, normalize
 from .tokenize import TERMS
 
@@ -175,7 +175,7 @@ class Fingerprint:
             "length": self.length,
             "clauses": list(self.clauses),
             "minhash": list(self.minhash) if self.minhash is not None else None,
-            "facts": list(self.facts),
+            "facts": fact_keys(self.facts),
             "norm_version": NORMALIZATION_VERSION,
         }
 

@@ -248,7 +248,7 @@ WITH s AS MATERIALIZED (
            (SELECT count(*) FROM held x, s WHERE x.n >= (s.s ->> 'containment_boilerplate_docs')::integer)::integer
                AS boiler
 )
-SELECT dedup_facts_verdict(%(facts)s::text[], %(matched_facts)s::text[],
+SELECT dedup_facts_verdict(%(facts)s::integer[], %(matched_facts)s::integer[],
                            (s.s ->> 'facts_disagreement_share')::double precision,
                            (s.s ->> 'facts_added_share')::double precision,
                            %(body)s::text, %(matched_body)s::text, n.shared,

@@ -16,6 +16,7 @@ import psycopg
 import pytest
 
 from dedup_pg import Deduper
+from dedup_pg.facts import fact_keys
 from dedup_pg.fingerprint import fingerprint
 
 from conftest import allow_backfill, fresh_database
@@ -111,7 +112,8 @@ def test_lead_rewrites_of_tuning_set_articles_are_duplicates(template_dsn, dd, s
         fa = fingerprint(a["body"], a["title"], options)
         fb = fingerprint(b["body"], b["title"], options)
         (disagree,) = dd.conn.execute(
-            "SELECT dedup_facts_disagree(%s, %s, 0.15, NULL)", [list(fb.facts), list(fa.facts)]
+            "SELECT dedup_facts_disagree(%s, %s, 0.15, NULL)",
+            [fact_keys(fb.facts), fact_keys(fa.facts)],
         ).fetchone()
         if disagree:
             cases.append((a, b))
@@ -284,7 +286,7 @@ def test_short_lead_rewrites_that_drop_much_of_the_original_are_duplicates(
             continue
         (unlike, disagree) = dd.conn.execute(
             "SELECT dedup_opening_similarity(%s, %s) < 0.3, dedup_facts_disagree(%s, %s, 0.15, NULL)",
-            [b["body"], a["body"], list(fb.facts), list(fa.facts)],
+            [b["body"], a["body"], fact_keys(fb.facts), fact_keys(fa.facts)],
         ).fetchone()
         if unlike and disagree:
             cases.append((a, b))

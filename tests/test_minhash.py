@@ -8,7 +8,7 @@ import pytest
 from test_concurrency import WRITERS, _race
 
 from dedup_pg import Deduper, minhash
-from dedup_pg.facts import facts
+from dedup_pg.facts import fact_keys, facts
 
 # SimHash and containment made blind, so only the MinHash layer can match.
 HASHES_OFF = {
@@ -93,9 +93,9 @@ def test_facts_differ_on_both_sides_only_for_another_story(dd):
     """dedup_facts_disagree, the fact check's core, on facts taken in Python."""
 
     def disagree(a: list[str], b: list[str]) -> bool:
-        return dd.conn.execute("SELECT dedup_facts_disagree(%s, %s, 0.15, 0.3)", [a, b]).fetchone()[
-            0
-        ]
+        return dd.conn.execute(
+            "SELECT dedup_facts_disagree(%s, %s, 0.15, 0.3)", [fact_keys(a), fact_keys(b)]
+        ).fetchone()[0]
 
     a = facts("娜奥米·沃茨加盟《权力的游戏》前传试播集,2018年10月31日消息。")
     b = facts("乔什·怀特豪斯加盟《权力的游戏》前传剧集,2018年11月1日消息。")
@@ -182,6 +182,34 @@ def test_signatures_of_32_bits_become_their_low_16_on_upgrade(dd, dsn, sina):
         copy = {"id": "syn", "title": synonyms(a["title"]), "body": synonyms(a["body"])}
         v = new.check_many([copy], thresholds=HASHES_OFF)[0]
         assert (v.verdict, v.layer, v.matched_id) == ("duplicate", "minhash", a["id"]), v
+
+
+def test_facts_become_their_keys_on_upgrade(dd, dsn, sina):
+    """Revision 0027: stored facts (text[], as an engine of before it stored
+    them) become their keys, computed in SQL as dedup_pg.facts.fact_key
+    computes them in Python. The downgrade drops them (their text is gone)."""
+    from dedup_pg import database
+    from dedup_pg.fingerprint import fingerprint
+
+    originals = [a for a in sina[460:520] if len(a["body"]) > 600][:6]
+    list(dd.ingest_many({"id": a["id"], "title": a["title"], "body": a["body"]} for a in originals))
+    keys = dict(dd.conn.execute("SELECT external_id, facts FROM documents").fetchall())
+    dd.close()
+    database.downgrade(dsn, "0026")
+    with Deduper(dsn, migrate=False) as old:
+        assert old.conn.execute("SELECT count(facts) FROM documents").fetchone()[0] == 0
+        for a in originals:
+            text = list(fingerprint(a["body"], a["title"], old.options).facts)
+            old.conn.execute(
+                "UPDATE documents SET facts = %s::text[] WHERE external_id = %s", [text, a["id"]]
+            )
+    database.migrate(dsn)
+    with Deduper(dsn, migrate=False) as new:
+        stored = dict(new.conn.execute("SELECT external_id, facts FROM documents").fetchall())
+    assert stored == keys and all(keys.values())
+    assert keys == {
+        a["id"]: fact_keys(fingerprint(a["body"], a["title"], new.options).facts) for a in originals
+    }
 
 
 def test_template_pair_goes_to_review_not_duplicate(dd, sina_all):

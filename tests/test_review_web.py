@@ -21,6 +21,8 @@ from review_support import (
 )
 
 from dedup_pg import Deduper
+from dedup_pg.fingerprint import fingerprint
+from dedup_pg.normalize import NormalizeOptions
 
 from conftest import fresh_database
 
@@ -401,6 +403,13 @@ def test_the_fact_check_shown_is_the_sql_one(site):
     client, _ = login(url, "alice")
     data = client.get(f"/review/api/candidates/{cid}").json()
     assert data["facts"]["verdict"] == "differ" and data["facts"]["disagree"] is True
+    # SQL keeps keys; the page shows the facts each text holds alone, read again
+    mine = fingerprint(other["body"], other["title"], NormalizeOptions()).facts
+    theirs = fingerprint(report["body"], report.get("title"), NormalizeOptions()).facts
+    assert data["facts"]["incoming_only"] == [f for f in mine if f not in theirs]
+    assert data["facts"]["matched_only"] == [f for f in theirs if f not in mine]
+    assert data["candidate"]["facts"] == list(mine) and all(isinstance(f, str) for f in mine)
+    assert data["facts"]["incoming"] == len(mine) > 0
     page = client.get(f"/review/{cid}").text
     verdict = re.search(r'<b id="fact-verdict" data-verdict="([a-z]*)">([^<]*)</b>', page)
     assert verdict is not None, page

@@ -43,6 +43,8 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
 from ..candidates import read_candidate
+from ..fingerprint import fingerprint
+from ..normalize import NormalizeOptions
 from ..sqlfiles import queries
 from ..textdiff import Comparison, compare
 
@@ -276,6 +278,17 @@ def _local_path(target: str | None, default: str = "/review") -> str:
 def _rows(cur: psycopg.Cursor) -> list[dict[str, Any]]:
     names = [c.name for c in cur.description or []]
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def _facts_of(body: str | None, title: str | None, options: NormalizeOptions) -> tuple[str, ...]:
+    """The facts (numbers, names) fingerprint() finds in a text; none for a
+    text normalization leaves empty or one that is gone."""
+    if not body:
+        return ()
+    try:
+        return fingerprint(body, title, options).facts
+    except ValueError:
+        return ()
 
 
 def _with_matched_titles(conn: psycopg.Connection, rows: list[dict[str, Any]]) -> None:
@@ -581,6 +594,7 @@ def install(
         if not 0 < candidate_id < 2**63:
             raise ReviewError(404, f"duplicate candidate {candidate_id} does not exist")
         with deduper() as dd:
+            options = dd.options
             c = read_candidate(dd.conn, candidate_id)
             if c is None:
                 raise ReviewError(404, f"duplicate candidate {candidate_id} does not exist")
@@ -631,7 +645,11 @@ def install(
         for internal in ("clauses", "matched_clause_count"):
             c.pop(internal)
         thresholds = c["thresholds"] or {}
-        mine, theirs = list(c["facts"] or []), list(c["matched_facts"] or [])
+        # SQL keeps the facts' keys (documents.facts); the page shows the facts,
+        # read again from the two texts as fingerprint() reads them
+        mine = list(_facts_of(c["body"], c["title"], options))
+        theirs = list(_facts_of(c["matched_body"], c["matched_title"], options))
+        c["facts"], c["matched_facts"] = mine, theirs
         verdict = check["verdict"]
         facts = {
             "incoming_only": [f for f in mine if f not in set(theirs)],

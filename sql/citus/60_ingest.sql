@@ -123,7 +123,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 3c5cb6920e85e2d0
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 37cc4603c0c2382e
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -200,7 +200,7 @@ DECLARE
     -- Citus: candidates' document rows, fetched before the coordinator-side checks
     v_f_docs bigint[]; v_f_seen timestamptz[]; v_f_ext text[]; v_f_n integer[];
     v_f_sha1 bytea[]; v_f_sim double precision[]; v_f_shared integer[];
-    v_matched_facts text[];
+    v_matched_facts integer[];
     v_matched_clauses bigint[];
 BEGIN
     -- settings: dedup_settings, then the source's own (dedup_sources), then

@@ -386,7 +386,7 @@ BEGIN
           s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
 END $$;
 
--- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 dce8e2703d0302ab
+-- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 d9b2e1de46a7318e
 -- Citus: the single-node statements join the batch's temporary table with
 -- documents, document_clauses and the band and digest tables (INSERT ...
 -- JOIN documents, DELETE ... USING documents, UPDATE ... FROM, a correlated
@@ -412,7 +412,7 @@ DECLARE
 BEGIN
     CREATE TEMP TABLE IF NOT EXISTS dedup_refp (
         doc_id bigint, seen_at timestamptz, sha1 bytea, title_sha1 bytea, simhash bigint,
-        length integer, clauses bigint[], norm_version smallint, minhash smallint[], facts text[],
+        length integer, clauses bigint[], norm_version smallint, minhash smallint[], facts integer[],
         lead bigint[], old_sha1 bytea, old_minhash smallint[], old_simhash bigint) ON COMMIT DROP;
     TRUNCATE dedup_refp;
     INSERT INTO dedup_refp
@@ -422,7 +422,7 @@ BEGIN
       FROM jsonb_to_recordset(p_items) AS x(doc_id bigint, seen_at timestamptz, sha1 text,
                                             title_sha1 text, simhash bigint, length integer,
                                             clauses bigint[], norm_version smallint,
-                                            minhash smallint[], facts text[], lead bigint[]);
+                                            minhash smallint[], facts integer[], lead bigint[]);
     SELECT min(seen_at), max(seen_at), array_agg(doc_id) INTO v_lo, v_hi, v_ids FROM dedup_refp;
     -- Citus: the batch's stored rows, by doc_id
     DROP TABLE IF EXISTS dedup_refp_d, dedup_refp_c;

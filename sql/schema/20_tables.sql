@@ -32,7 +32,7 @@ CREATE TABLE documents (
     norm_version    smallint NOT NULL,
     ingested_at     timestamptz NOT NULL DEFAULT now(),
     minhash         smallint[],
-    facts           text[],
+    facts           integer[],
     -- every distinct clause hash of a text whose rows in document_clauses are
     -- a sample (dedup_clause_rows: 32 clauses or more), ascending; NULL when
     -- document_clauses holds a row for each (dedup_document_clauses reads both)
@@ -41,7 +41,7 @@ CREATE TABLE documents (
 COMMENT ON COLUMN documents.minhash IS
     'MinHash signature (128 values of 16 bits: the low bits of each minimum, dedup_pg/minhash.py) over character 5-grams of the normalized text; null for texts too short';
 COMMENT ON COLUMN documents.facts IS
-    'numbers, proper names and titles of the text, for verifying near-duplicate matches';
+    'keys of the numbers, proper names and titles of the text (each one''s SHA-256, first 4 bytes, signed: dedup_pg.facts.fact_key), for verifying near-duplicate matches';
 -- doc_id is unique by construction (one sequence). There is deliberately no
 -- (doc_id, seen_at) primary key: with it, a fresh partition without statistics
 -- lets the planner scan the window by seen_at instead of probing the bands.
@@ -117,7 +117,7 @@ CREATE TABLE duplicate_candidates (
     decided_at      timestamptz,
     note            text,
     minhash         smallint[],
-    facts           text[],
+    facts           integer[],
     lead            bigint[],  -- the text's first clauses, in order (dedup_clause_rows keeps them)
     CONSTRAINT duplicate_candidates_pkey PRIMARY KEY (candidate_id, seen_at)
 ) PARTITION BY RANGE (seen_at);
@@ -169,4 +169,4 @@ CREATE TYPE dedup_item AS (
     pos integer, external_id text, title text, body text, url text, source text,
     seen_at timestamptz, published_at timestamptz, sha1 text, title_sha1 text,
     simhash bigint, length integer, clauses bigint[], norm_version smallint,
-    minhash smallint[], facts text[], lead bigint[]);
+    minhash smallint[], facts integer[], lead bigint[]);

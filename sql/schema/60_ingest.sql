@@ -287,7 +287,7 @@ DECLARE
     v_facts_share double precision;
     v_facts_added double precision;
     v_mh_bands bigint[];
-    v_matched_facts text[];
+    v_matched_facts integer[];
     v_matched_clauses bigint[];
 BEGIN
     -- settings: dedup_settings, then the source's own (dedup_sources), then

@@ -59,7 +59,7 @@ DECLARE
 BEGIN
     CREATE TEMP TABLE IF NOT EXISTS dedup_refp (
         doc_id bigint, seen_at timestamptz, sha1 bytea, title_sha1 bytea, simhash bigint,
-        length integer, clauses bigint[], norm_version smallint, minhash smallint[], facts text[],
+        length integer, clauses bigint[], norm_version smallint, minhash smallint[], facts integer[],
         lead bigint[], old_sha1 bytea, old_minhash smallint[], old_simhash bigint) ON COMMIT DROP;
     TRUNCATE dedup_refp;
     INSERT INTO dedup_refp
@@ -69,7 +69,7 @@ BEGIN
       FROM jsonb_to_recordset(p_items) AS x(doc_id bigint, seen_at timestamptz, sha1 text,
                                             title_sha1 text, simhash bigint, length integer,
                                             clauses bigint[], norm_version smallint,
-                                            minhash smallint[], facts text[], lead bigint[])
+                                            minhash smallint[], facts integer[], lead bigint[])
       JOIN documents d ON d.doc_id = x.doc_id AND d.seen_at = x.seen_at;
     SELECT min(seen_at), max(seen_at) INTO v_lo, v_hi FROM dedup_refp;
     -- unchanged: same document fields and the same clause set
