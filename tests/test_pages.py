@@ -282,6 +282,20 @@ def test_template_lines_are_learned_stripped_and_editable(dd, sina):
     marked = f"{bodies[6]}\n相关阅读\n本文作者的更多文章"
     assert dd.templates.current().strip("site.cn", marked) == clean(bodies[6])
 
+    # The review page reads a text's facts as ingest fingerprints it: a
+    # template line's number is the site's, not the article's.
+    from dedup_pg.web.review import _facts_of
+
+    dd.conn.execute(
+        "INSERT INTO source_templates (source, kind, pattern_text) VALUES ('site.cn', 'line', %s)",
+        ["客服热线 4008001234"],
+    )
+    dd.reload_settings()
+    page = f"{bodies[26]}\n客服热线 4008001234"
+    assert "4008001234" not in bodies[26]
+    assert "4008001234" in _facts_of(page, None, "other.cn", dd.options, dd.templates.current())
+    assert "4008001234" not in _facts_of(page, None, "site.cn", dd.options, dd.templates.current())
+
 
 def test_new_lines_are_judged_on_the_documents_since_they_appeared(dd, sina):
     """A site redesign: the new footer is learned from the pages after it."""

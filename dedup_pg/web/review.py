@@ -46,6 +46,7 @@ from ..candidates import read_candidate
 from ..fingerprint import fingerprint
 from ..normalize import NormalizeOptions
 from ..sqlfiles import queries
+from ..templates import TemplateSet
 from ..textdiff import Comparison, compare
 
 STATUSES = ("pending", "auto", "confirmed", "restored", "dismissed")
@@ -280,13 +281,21 @@ def _rows(cur: psycopg.Cursor) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
-def _facts_of(body: str | None, title: str | None, options: NormalizeOptions) -> tuple[str, ...]:
-    """The facts (numbers, names) fingerprint() finds in a text; none for a
-    text normalization leaves empty or one that is gone."""
+def _facts_of(
+    body: str | None,
+    title: str | None,
+    source: str | None,
+    options: NormalizeOptions,
+    templates: TemplateSet,
+) -> tuple[str, ...]:
+    """The facts (numbers, names) a text's fingerprint holds under the current
+    rules, as ingest computes it (the source's learned template lines
+    stripped first); none for a text normalization leaves empty or one that
+    is gone."""
     if not body:
         return ()
     try:
-        return fingerprint(body, title, options).facts
+        return fingerprint(templates.strip(source, body), title, options).facts
     except ValueError:
         return ()
 
@@ -594,7 +603,7 @@ def install(
         if not 0 < candidate_id < 2**63:
             raise ReviewError(404, f"duplicate candidate {candidate_id} does not exist")
         with deduper() as dd:
-            options = dd.options
+            options, templates = dd.options, dd.templates.current()
             c = read_candidate(dd.conn, candidate_id)
             if c is None:
                 raise ReviewError(404, f"duplicate candidate {candidate_id} does not exist")
@@ -647,8 +656,12 @@ def install(
         thresholds = c["thresholds"] or {}
         # SQL keeps the facts' keys (documents.facts); the page shows the facts,
         # read again from the two texts as fingerprint() reads them
-        mine = list(_facts_of(c["body"], c["title"], options))
-        theirs = list(_facts_of(c["matched_body"], c["matched_title"], options))
+        mine = list(_facts_of(c["body"], c["title"], c["source"], options, templates))
+        theirs = list(
+            _facts_of(
+                c["matched_body"], c["matched_title"], c["matched_source"], options, templates
+            )
+        )
         c["facts"], c["matched_facts"] = mine, theirs
         verdict = check["verdict"]
         facts = {
