@@ -71,6 +71,24 @@ SELECT count(*), coalesce(sum(coalesce(pg_column_size(title), 0) + pg_column_siz
   FROM documents
 """
 
+# the columns of documents (the schema's, in order), for COLUMN_BYTES
+COLUMNS = """
+SELECT attname FROM pg_attribute
+ WHERE attrelid = 'documents'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum
+"""
+
+
+def column_bytes(conn) -> list[tuple[str, float]]:
+    """Average bytes of each column of a kept document's row as stored
+    (``pg_column_size``: compressed or TOASTed values at their stored size,
+    NULL as 0), and the whole row's."""
+    names = [r[0] for r in conn.execute(COLUMNS)]
+    sizes = ", ".join(f'avg(coalesce(pg_column_size(d."{c}"), 0))' for c in names)
+    row = conn.execute(f"SELECT avg(pg_column_size(d.*)), {sizes} FROM documents d").fetchone()
+    return [("(whole row)", float(row[0] or 0))] + [
+        (c, float(v or 0)) for c, v in zip(names, row[1:], strict=True)
+    ]
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -111,6 +129,7 @@ def main() -> None:
             indexes = [(r[0], r[1], int(r[2])) for r in dd.conn.execute(INDEXES)]
             kept, text_stored, text_raw = (int(x) for x in dd.conn.execute(TEXT_BYTES).fetchone())
             revision = dd.conn.execute("SELECT version_num FROM alembic_version").fetchone()[0]
+            columns = column_bytes(dd.conn)
     finally:
         database.stop_embedded(home)
 
@@ -176,6 +195,16 @@ def main() -> None:
         out(
             f"| `{name}` | {heap / kept:,.0f} | {toast / kept:,.0f} | {idx / kept:,.0f} | {detail} |"
         )
+    out()
+    out(
+        "The `documents` row by column, average bytes a kept document as stored "
+        "(`pg_column_size`: compressed or TOASTed values at their stored size, NULL 0):"
+    )
+    out()
+    out("| column | bytes |")
+    out("|---|---:|")
+    for name, size in columns:
+        out(f"| `{name}` | {size:,.1f} |")
     out.write(args.output)
     log(f"wrote {args.output}")
 
