@@ -71,7 +71,7 @@ SELECT count(*), coalesce(sum(coalesce(pg_column_size(title), 0) + pg_column_siz
   FROM documents
 """
 
-# the columns of documents (the schema's, in order), for COLUMN_BYTES
+# the columns of documents (the schema's, in order), for column_bytes()
 COLUMNS = """
 SELECT attname FROM pg_attribute
  WHERE attrelid = 'documents'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum

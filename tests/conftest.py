@@ -89,13 +89,24 @@ def read_jsonl(path: Path, limit: int | None = None) -> list[dict]:
     return rows
 
 
+#: The tests' copy of dedup_clause_rows_whole: a text of fewer clauses has a
+#: row for each of them and no array on its documents row.
+CLAUSE_ROWS_WHOLE_UNDER = 32
+
+
 def clause_rows(clauses: tuple[int, ...], lead: tuple[int, ...]) -> list[int]:
     """The clause rows revision 0025 stores for a text (dedup_clause_rows), as
-    the tests expect them: all its clauses under 32, else those with
-    h & 3 == 0 and its first three; sorted."""
-    if len(clauses) < 32:
+    the tests expect them: all its clauses under CLAUSE_ROWS_WHOLE_UNDER, else
+    those with h & 3 == 0 and its first three; sorted."""
+    if len(clauses) < CLAUSE_ROWS_WHOLE_UNDER:
         return sorted(clauses)
     return sorted({h for h in clauses if h & 3 == 0} | set(lead[:3]))
+
+
+def clause_array(clauses: tuple[int, ...]) -> list[int] | None:
+    """What documents.clauses holds for a text (dedup_clause_array), sorted:
+    all its clauses when its rows are a sample, else None."""
+    return sorted(clauses) if len(clauses) >= CLAUSE_ROWS_WHOLE_UNDER else None
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import re
 from dedup_pg import Deduper
 from dedup_pg.fingerprint import fingerprint
 
-from conftest import clause_rows
+from conftest import CLAUSE_ROWS_WHOLE_UNDER, clause_rows
 
 
 def _rows(dd: Deduper, external_id: str) -> tuple[list[int] | None, list[int]]:
@@ -40,9 +40,11 @@ def _long(sina: list[dict], dd: Deduper, at_least: int = 40) -> list[tuple[dict,
 def test_a_long_text_keeps_a_sample_and_its_lead_as_rows_and_every_clause_on_its_row(dd, sina):
     """A short text keeps a row for each clause and no array."""
     (long, fp), *_ = _long(sina, dd)
-    short = next(
-        a for a in sina if 5 <= len(fingerprint(a["body"], a["title"], dd.options).clauses) < 32
-    )
+
+    def n_clauses(a: dict) -> int:
+        return len(fingerprint(a["body"], a["title"], dd.options).clauses)
+
+    short = next(a for a in sina if 5 <= n_clauses(a) < CLAUSE_ROWS_WHOLE_UNDER)
     dd.ingest({"id": "long", "title": long["title"], "body": long["body"]})
     dd.ingest({"id": "short", "title": short["title"], "body": short["body"]})
 
