@@ -115,3 +115,57 @@ def test_containment_counts_every_shared_clause_not_the_rows(dd, sina):
         differs += abs(on_rows - expected) > 1e-9
         checked += 1
     assert checked >= 3 and differs >= 1
+
+
+def test_the_checks_count_shared_clauses_from_the_probe_as_from_the_rows(dd, sina):
+    """dedup_ingest counts the clauses a stored text shares with an item
+    (the SimHash layer's overlap rule, the fact check) from what its clause
+    probe found (dedup_found_shared), not from the stored text's rows read by
+    doc_id. Checked at every call: dedup_found_shared wrapped so that it also
+    reads the rows and raises when the two counts differ, over real articles,
+    short and long, and copies the SimHash layer and the fact check decide
+    (sentences shuffled, one left out, a line added)."""
+    conn = dd.conn
+    conn.execute("CREATE TABLE found_shared_checks (whole boolean, shared integer)")
+    conn.execute(
+        "ALTER FUNCTION dedup_found_shared(bigint[], bigint[], bigint[], integer[], bigint)"
+        " RENAME TO dedup_found_shared_fast"
+    )
+    conn.execute("""
+        CREATE FUNCTION dedup_found_shared(p_useful bigint[], p_clauses bigint[], p_found_docs bigint[],
+                                           p_found_rows integer[], p_doc_id bigint)
+        RETURNS integer LANGUAGE plpgsql AS $$
+        DECLARE
+            v_found integer := dedup_found_shared_fast(p_useful, p_clauses, p_found_docs, p_found_rows, p_doc_id);
+            v_rows integer;
+        BEGIN
+            v_rows := dedup_shared_clauses(p_useful, dedup_document_clauses(
+                p_doc_id, (SELECT d.seen_at FROM documents d WHERE d.doc_id = p_doc_id), p_clauses));
+            IF v_found IS DISTINCT FROM v_rows THEN
+                RAISE EXCEPTION 'document %: % shared clauses found, % on its rows', p_doc_id, v_found, v_rows;
+            END IF;
+            INSERT INTO found_shared_checks VALUES (p_clauses IS NULL, v_found);
+            RETURN v_found;
+        END $$""")
+    originals = [a for a in sina if len(_sentences(a["body"])) >= 6][:80]
+    list(
+        dd.ingest_many([{"id": a["id"], "title": a["title"], "body": a["body"]} for a in originals])
+    )
+    copies = []
+    for k, a in enumerate(originals):
+        s = _sentences(a["body"])
+        edited = {
+            0: s[1:2] + s[:1] + s[2:],  # two sentences swapped
+            1: s[:3] + s[4:],  # one left out
+            2: s + ["本文来源：新浪网，转载请注明出处。"],  # a line added
+        }[k % 3]
+        copies.append({"id": f"copy-{k}", "title": a["title"], "body": "".join(edited)})
+    verdicts = list(dd.ingest_many(copies))
+    assert sum(v.verdict == "duplicate" for v in verdicts) >= 60
+    counts = dict(
+        conn.execute(
+            "SELECT whole, count(*) FILTER (WHERE shared > 0) FROM found_shared_checks GROUP BY 1"
+        ).fetchall()
+    )
+    # stored texts with a row for each clause and long ones counted on their array
+    assert counts.get(True, 0) >= 20 and counts.get(False, 0) >= 5, counts

@@ -123,7 +123,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 37cc4603c0c2382e
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 65bfda6b95d24775
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -194,6 +194,7 @@ DECLARE
     v_mh_review double precision;
     v_facts_share double precision;
     v_facts_added double precision;
+    v_added double precision;
     v_mh_bands bigint[];
     v_mh_docs bigint[];  -- Citus: the MinHash candidates, fetched in two steps
     v_mh_seen timestamptz[];
@@ -416,8 +417,8 @@ BEGIN
                     -- Same vocabulary is not the same text: long texts must also
                     -- share some clauses (two pieces of one series by one author
                     -- can sit 3 bits apart with no sentence in common).
-                    v_shared := dedup_shared_clauses(
-                        v_useful, dedup_document_clauses(v_cand.doc_id, v_cand.seen_at, v_row.clauses));
+                    v_shared := dedup_found_shared(v_useful, v_row.clauses, v_cont_docs, v_cont_rows,
+                                                   v_cand.doc_id);
                     v_to_review := v_shared < v_sim_overlap * least(v_n_item, v_stored_n);
                 END IF;
                 IF v_to_review THEN
@@ -556,12 +557,19 @@ BEGIN
             SELECT d.facts, d.body, d.clause_count - v_n_boiler, d.clauses
               INTO v_matched_facts, v_matched_body, v_stored_n, v_matched_clauses
               FROM documents d WHERE d.doc_id = m_doc_id AND d.seen_at = m_seen_at;
-            v_matched_clauses := dedup_document_clauses(m_doc_id, m_seen_at, v_matched_clauses);
-            v_shared := dedup_shared_clauses(v_useful, v_matched_clauses);
+            v_shared := dedup_found_shared(v_useful, v_matched_clauses, v_cont_docs, v_cont_rows, m_doc_id);
+            -- the added-facts rule applies unless half the lead is the matched
+            -- text's: its clauses (boilerplate included) are read only when the
+            -- rule would hold
+            v_added := NULL;
+            IF dedup_facts_disagree(it.facts, v_matched_facts, 2.0, v_facts_added) THEN
+                IF 2 * dedup_shared_clauses(v_lead, dedup_document_clauses(m_doc_id, m_seen_at, v_matched_clauses))
+                   < cardinality(v_lead) THEN
+                    v_added := v_facts_added;
+                END IF;
+            END IF;
             IF dedup_facts_verdict(
-                   it.facts, v_matched_facts, v_facts_share,
-                   CASE WHEN 2 * dedup_shared_clauses(v_lead, v_matched_clauses) >= cardinality(v_lead)
-                        THEN NULL ELSE v_facts_added END,
+                   it.facts, v_matched_facts, v_facts_share, v_added,
                    it.body, v_matched_body, v_shared, v_n_item, v_stored_n, v_settings) IS NOT NULL THEN
                 r_doc_id := m_doc_id; r_seen_at := m_seen_at; r_ext := m_ext;
                 r_layer := m_layer; r_score := m_score; r_dist := m_dist;

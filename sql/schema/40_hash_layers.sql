@@ -86,6 +86,23 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT cardinality(ARRAY(SELECT unnest(p_a) INTERSECT SELECT unnest(p_b)))
 $$;
 
+-- How many of an incoming text's clauses that are not boilerplate (p_useful)
+-- a stored text holds, the stored text one that dedup_ingest's clause probe
+-- could find (in the item's window), without reading its rows: counted on its
+-- array (p_clauses, a long text's, whose rows are a sample), else the rows the
+-- probe found of it (p_found_rows at its p_doc_id in p_found_docs; none: 0).
+-- The probe reads every holder of a clause that is not boilerplate, so those
+-- are all its rows among p_useful. Its rows read by doc_id instead
+-- (dedup_document_clauses) cost a scan of a BRIN index that grows with the
+-- week partition: 0.6 ms at 100k documents, ~3 ms at 1M (BENCHMARKS.md).
+CREATE FUNCTION dedup_found_shared(p_useful bigint[], p_clauses bigint[], p_found_docs bigint[],
+                                   p_found_rows integer[], p_doc_id bigint)
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN p_clauses IS NOT NULL THEN dedup_shared_clauses(p_useful, p_clauses)
+                ELSE coalesce(p_found_rows[array_position(p_found_docs, p_doc_id)], 0) END
+$$;
+
 -- SimHash: one row per band of every stored document (band_key = band number
 -- << 16 | the band's 16 bits). The index carries the whole simhash, so a probe
 -- computes distances from the index alone: one index scan of one or two week

@@ -286,6 +286,7 @@ DECLARE
     v_mh_review double precision;
     v_facts_share double precision;
     v_facts_added double precision;
+    v_added double precision;
     v_mh_bands bigint[];
     v_matched_facts integer[];
     v_matched_clauses bigint[];
@@ -494,8 +495,8 @@ BEGIN
                     -- Same vocabulary is not the same text: long texts must also
                     -- share some clauses (two pieces of one series by one author
                     -- can sit 3 bits apart with no sentence in common).
-                    v_shared := dedup_shared_clauses(
-                        v_useful, dedup_document_clauses(v_cand.doc_id, v_cand.seen_at, v_row.clauses));
+                    v_shared := dedup_found_shared(v_useful, v_row.clauses, v_cont_docs, v_cont_rows,
+                                                   v_cand.doc_id);
                     v_to_review := v_shared < v_sim_overlap * least(v_n_item, v_stored_n);
                 END IF;
                 IF v_to_review THEN
@@ -612,12 +613,19 @@ BEGIN
             SELECT d.facts, d.body, d.clause_count - v_n_boiler, d.clauses
               INTO v_matched_facts, v_matched_body, v_stored_n, v_matched_clauses
               FROM documents d WHERE d.doc_id = m_doc_id AND d.seen_at = m_seen_at;
-            v_matched_clauses := dedup_document_clauses(m_doc_id, m_seen_at, v_matched_clauses);
-            v_shared := dedup_shared_clauses(v_useful, v_matched_clauses);
+            v_shared := dedup_found_shared(v_useful, v_matched_clauses, v_cont_docs, v_cont_rows, m_doc_id);
+            -- the added-facts rule applies unless half the lead is the matched
+            -- text's: its clauses (boilerplate included) are read only when the
+            -- rule would hold
+            v_added := NULL;
+            IF dedup_facts_disagree(it.facts, v_matched_facts, 2.0, v_facts_added) THEN
+                IF 2 * dedup_shared_clauses(v_lead, dedup_document_clauses(m_doc_id, m_seen_at, v_matched_clauses))
+                   < cardinality(v_lead) THEN
+                    v_added := v_facts_added;
+                END IF;
+            END IF;
             IF dedup_facts_verdict(
-                   it.facts, v_matched_facts, v_facts_share,
-                   CASE WHEN 2 * dedup_shared_clauses(v_lead, v_matched_clauses) >= cardinality(v_lead)
-                        THEN NULL ELSE v_facts_added END,
+                   it.facts, v_matched_facts, v_facts_share, v_added,
                    it.body, v_matched_body, v_shared, v_n_item, v_stored_n, v_settings) IS NOT NULL THEN
                 r_doc_id := m_doc_id; r_seen_at := m_seen_at; r_ext := m_ext;
                 r_layer := m_layer; r_score := m_score; r_dist := m_dist;
