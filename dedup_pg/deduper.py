@@ -673,8 +673,7 @@ def _to_row(pos: int, doc: Document, fp: Fingerprint, seen_at: datetime) -> dict
         "source": doc.source,
         "seen_at": seen_at.isoformat(),
         "published_at": doc.published_at.isoformat() if doc.published_at else None,
-        **fp.wire(),
-        "lead": list(fp.lead),
+        **fp.sql_item(),
         "content_type": doc.content_type,
     }
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import re
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import rjieba
 
 from . import minhash as mh
@@ -178,6 +180,27 @@ class Fingerprint:
             "facts": fact_keys(self.facts),
             "norm_version": NORMALIZATION_VERSION,
         }
+
+    def sql_item(self) -> dict[str, Any]:
+        """``wire()`` and the lead as the fields of a ``dedup_item`` sent to the
+        server (dedup_ingest's items, dedup_refingerprint's), the integer arrays
+        as PostgreSQL array literals (``"{1,-2,3}"``): ``jsonb_populate_record``
+        reads a literal with the array type's input function, where a JSON array
+        of numbers is parsed into numerics and converted one by one. The peers
+        stream's items cost the server 66 us a document to read instead of 130
+        (BENCHMARKS.md, revision 0029). The SQL functions take either form."""
+        item = self.wire()
+        for name in ("clauses", "minhash", "facts"):
+            item[name] = pg_array(item[name])
+        item["lead"] = pg_array(self.lead)
+        return item
+
+
+def pg_array(values: Sequence[int] | None) -> str | None:
+    """A PostgreSQL array literal of integers (``"{1,-2,3}"``), or None:
+    orjson's JSON array with braces for brackets (3 us for 40 signed 64-bit
+    integers, where ``",".join(map(str, ...))`` took 14)."""
+    return None if values is None else "{" + orjson.dumps(values).decode()[1:-1] + "}"
 
 
 def _normalized(

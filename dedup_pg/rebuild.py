@@ -222,8 +222,7 @@ def refingerprint(
                 {
                     "doc_id": doc_id,
                     "seen_at": seen_at.isoformat(),
-                    **fp.wire(),
-                    "lead": list(fp.lead),
+                    **fp.sql_item(),
                 }
             )
         with conn.transaction():

@@ -1,5 +1,6 @@
 """The ingest path end to end: every layer, verdict and record, on real text."""
 
+import json
 import os
 from datetime import datetime, timedelta, timezone
 
@@ -7,6 +8,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from dedup_pg import Deduper, Document
+from dedup_pg.deduper import prepare_batch
 from dedup_pg.normalize import NORMALIZATION_VERSION
 
 T0 = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=1)
@@ -468,3 +470,42 @@ def test_auto_workers_start_processes_for_more_than_one_batch(dd, sina, monkeypa
     assert [v.verdict for v in one] == ["new", "new"]
     assert [(v.verdict, v.layer) for v in more[:2]] == [("duplicate", "redelivery")] * 2
     assert [v.verdict for v in more[2:]] == ["new", "new"]
+
+
+def test_an_items_arrays_may_be_json_arrays_or_array_literals(dd, sina):
+    """dedup_pg sends an item's integer arrays as PostgreSQL array literals in
+    JSON strings (Fingerprint.sql_item); dedup_ingest takes JSON arrays as well
+    (another client's), and reads the same items, stripes and verdicts."""
+    items = [_article(sina, i) for i in range(40)]
+    items += [
+        dict(a, id=a["id"] + "-copy", body=a["body"] + "\n转载请注明出处。") for a in items[:20]
+    ]
+    rows = prepare_batch(items, options=dd.options, max_chars=1_000_000).rows
+    arrays = ("clauses", "minhash", "facts", "lead")
+    assert all(isinstance(r[k], str) and r[k].startswith("{") for r in rows for k in arrays if r[k])
+    as_json = [
+        dict(r, **{k: json.loads("[" + r[k][1:-1] + "]") for k in arrays if r[k] is not None})
+        for r in rows
+    ]
+    read = (
+        "SELECT array_agg(x ORDER BY x.pos)::text, "
+        "dedup_lock_stripes_of(array_agg(x ORDER BY x.pos)) "
+        "FROM jsonb_populate_recordset(NULL::dedup_item, %s) x"
+    )
+    literal_items, literal_stripes = dd.conn.execute(read, [Jsonb(rows)]).fetchone()
+    assert dd.conn.execute(read, [Jsonb(as_json)]).fetchone() == (literal_items, literal_stripes)
+    assert len(literal_stripes) > 1000
+
+    def ingest(batch):
+        dd._ensure_partitions(batch)
+        sql = "SELECT pos, verdict, layer FROM dedup_ingest(%s)"
+        return dd.conn.execute(sql, [Jsonb(batch)]).fetchall()
+
+    verdicts = ingest(as_json[:40]) + ingest(as_json[40:])
+    assert [v for _, v, _ in verdicts].count("duplicate") == 20
+    assert (
+        dd.conn.execute(
+            "SELECT count(*) FROM documents WHERE external_id LIKE '%%-copy'"
+        ).fetchone()[0]
+        == 0
+    )

@@ -123,7 +123,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 65bfda6b95d24775
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 aa7f756192308bc3
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -158,6 +158,7 @@ DECLARE
     v_stored_n integer;
     v_to_review boolean;
     it dedup_item;
+    v_items dedup_item[];
     v_lo timestamptz;
     v_hi timestamptz;
     v_sha1 bytea;
@@ -207,13 +208,15 @@ BEGIN
     -- settings: dedup_settings, then the source's own (dedup_sources), then
     -- this call's overrides; resolved once per source in the batch
     v_by_source := jsonb_build_object('', dedup_effective_settings(NULL, p_overrides));
+    -- the items, read from the JSON once, in pos order
+    v_items := ARRAY(SELECT x FROM jsonb_populate_recordset(NULL::dedup_item, p_items) x ORDER BY x.pos);
 
     IF NOT p_dry_run THEN
         -- Lock every stripe a batch item could collide on, in stripe order (so
         -- two batches cannot deadlock). A large batch would lock most stripes
         -- anyway: it takes the whole table at once instead, which conflicts with
         -- the small batches' row locks and costs one lock instead of thousands.
-        v_stripes := dedup_lock_stripes_of(p_items);
+        v_stripes := dedup_lock_stripes_of(v_items);
         IF cardinality(v_stripes) > 512 THEN
             LOCK TABLE dedup_lock_stripes IN EXCLUSIVE MODE;
         ELSE
@@ -222,9 +225,8 @@ BEGIN
         END IF;
     END IF;
 
-    FOR v_json IN SELECT e FROM jsonb_array_elements(p_items) e ORDER BY (e ->> 'pos')::integer
+    FOREACH it IN ARRAY v_items
     LOOP
-        it := jsonb_populate_record(NULL::dedup_item, v_json);
         v_mh_bands := NULL;
         -- the first clauses of the text, in order (the lead rule, below)
         v_lead := coalesce(it.lead, '{}');
