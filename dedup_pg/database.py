@@ -364,6 +364,21 @@ def shipped_head() -> str:
     return heads.pop()
 
 
+#: The first schema revision whose dedup_ingest and dedup_refingerprint read
+#: an item's integer arrays as PostgreSQL array literals
+#: (``Fingerprint.sql_item``); earlier ones read JSON arrays only.
+ARRAY_LITERALS_SINCE = "0029"
+
+
+def reads_array_literals(conn: psycopg.Connection) -> bool:
+    """Whether the database's schema reads an item's arrays as literals: at
+    ``ARRAY_LITERALS_SINCE`` or later. An engine may meet an older one: a
+    schema downgraded, or a crawler upgraded before the database is
+    (``Deduper(migrate=False)``)."""
+    revision = _revision(conn)
+    return revision is None or not revision.isdigit() or revision >= ARRAY_LITERALS_SINCE
+
+
 def _revision(conn: psycopg.Connection) -> str | None:
     try:
         with conn.transaction():

@@ -33,7 +33,7 @@ from . import database, semantic
 from .documents import Document, InputError, Line, SeenAtWindow, to_document
 from .embeddings import Embedder
 from .errors import first_line
-from .fingerprint import Fingerprint, content_digest, fingerprint
+from .fingerprint import Fingerprint, content_digest, fingerprint, with_json_arrays
 from .normalize import DEFAULT_NOISE_PATTERNS, NormalizeOptions
 from .sqlfiles import queries
 from .templates import TemplateCache, TemplateSet
@@ -118,6 +118,8 @@ class Deduper:
             database.migrate(self.dsn)
         self.batch_size = batch_size
         self.conn = database.connect(self.dsn, autocommit=True)
+        # an older schema (migrate=False) reads an item's arrays as JSON arrays only
+        self._array_literals = database.reads_array_literals(self.conn)
         self.times = StageTimes()
         self._days: set[date] = set()
         self._embedder = embedder  # reused when it is the active model
@@ -440,6 +442,8 @@ class Deduper:
         """One transaction: record input errors, then dedup_ingest over the batch."""
         if not dry_run:
             self._ensure_partitions(payload)
+        if not self._array_literals:
+            payload = [with_json_arrays(p) for p in payload]
         sql = queries()["ingest"]
         for attempt in range(3):
             try:

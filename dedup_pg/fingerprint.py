@@ -169,7 +169,8 @@ class Fingerprint:
         """The stored fingerprint as the SQL functions read it from JSON
         (dedup_ingest's items, dedup_refingerprint's): hex digests, the SimHash
         as a signed 64-bit integer (a bigint), lists, the normalization version.
-        Ingest and the rebuild both send this, so they cannot drift apart."""
+        Ingest and the rebuild both send this (as ``sql_item()``), so they
+        cannot drift apart."""
         return {
             "sha1": self.digest.hex(),
             "title_sha1": self.title_digest.hex() if self.title_digest else None,
@@ -181,19 +182,26 @@ class Fingerprint:
             "norm_version": NORMALIZATION_VERSION,
         }
 
-    def sql_item(self) -> dict[str, Any]:
+    def sql_item(self, array_literals: bool = True) -> dict[str, Any]:
         """``wire()`` and the lead as the fields of a ``dedup_item`` sent to the
         server (dedup_ingest's items, dedup_refingerprint's), the integer arrays
-        as PostgreSQL array literals (``"{1,-2,3}"``): ``jsonb_populate_record``
-        reads a literal with the array type's input function, where a JSON array
-        of numbers is parsed into numerics and converted one by one. The peers
-        stream's items cost the server 66 us a document to read instead of 130
-        (BENCHMARKS.md, revision 0029). The SQL functions take either form."""
+        as PostgreSQL array literals (``"{1,-2,3}"``) unless ``array_literals``
+        is false: ``jsonb_populate_record`` reads a literal with the array
+        type's input function, where a JSON array of numbers is parsed into
+        numerics and converted one by one. The peers stream's items cost the
+        server 66 us a document to read instead of 130 (BENCHMARKS.md, revision
+        0029). A schema before that revision reads JSON arrays only
+        (``database.reads_array_literals``)."""
         item = self.wire()
-        for name in ("clauses", "minhash", "facts"):
-            item[name] = pg_array(item[name])
-        item["lead"] = pg_array(self.lead)
+        item["lead"] = list(self.lead)
+        if array_literals:
+            for name in ARRAY_FIELDS:
+                item[name] = pg_array(item[name])
         return item
+
+
+#: The integer arrays of an item (``Fingerprint.sql_item``).
+ARRAY_FIELDS = ("clauses", "minhash", "facts", "lead")
 
 
 def pg_array(values: Sequence[int] | None) -> str | None:
@@ -201,6 +209,17 @@ def pg_array(values: Sequence[int] | None) -> str | None:
     orjson's JSON array with braces for brackets (3 us for 40 signed 64-bit
     integers, where ``",".join(map(str, ...))`` took 14)."""
     return None if values is None else "{" + orjson.dumps(values).decode()[1:-1] + "}"
+
+
+def with_json_arrays(item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` (a ``sql_item()`` row) with its array literals as lists again,
+    for a schema that reads JSON arrays only."""
+    out = dict(item)
+    for name in ARRAY_FIELDS:
+        value = out.get(name)
+        if isinstance(value, str):
+            out[name] = orjson.loads("[" + value[1:-1] + "]")
+    return out
 
 
 def _normalized(

@@ -44,6 +44,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from . import database
 from . import facts as facts_mod
 from . import minhash as mh
 from .fingerprint import fingerprint
@@ -203,6 +204,7 @@ def refingerprint(
         run = row
     run_id, done, changed = run[0], int(run[3]), int(run[4])
     failed = 0
+    literals = database.reads_array_literals(conn)  # the schema's form of an item's arrays
     for start in range(0, len(keys), batch_size):
         batch = keys[start : start + batch_size]
         ids = [doc_id for _, doc_id in batch]
@@ -222,7 +224,7 @@ def refingerprint(
                 {
                     "doc_id": doc_id,
                     "seen_at": seen_at.isoformat(),
-                    **fp.sql_item(),
+                    **fp.sql_item(literals),
                 }
             )
         with conn.transaction():
