@@ -9,7 +9,7 @@ from psycopg.types.json import Jsonb
 
 from dedup_pg import Deduper, Document
 from dedup_pg.deduper import prepare_batch
-from dedup_pg.fingerprint import with_json_arrays
+from dedup_pg.fingerprint import ARRAY_FIELDS, with_json_arrays
 from dedup_pg.normalize import NORMALIZATION_VERSION
 
 T0 = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=1)
@@ -482,8 +482,9 @@ def test_an_items_arrays_may_be_json_arrays_or_array_literals(dd, sina):
         dict(a, id=a["id"] + "-copy", body=a["body"] + "\n转载请注明出处。") for a in items[:20]
     ]
     rows = prepare_batch(items, options=dd.options, max_chars=1_000_000).rows
-    arrays = ("clauses", "minhash", "facts", "lead")
-    assert all(isinstance(r[k], str) and r[k].startswith("{") for r in rows for k in arrays if r[k])
+    assert all(
+        isinstance(r[k], str) and r[k].startswith("{") for r in rows for k in ARRAY_FIELDS if r[k]
+    )
     as_json = [with_json_arrays(r) for r in rows]
     assert as_json[0]["clauses"] == json.loads("[" + rows[0]["clauses"][1:-1] + "]")
     read = (
