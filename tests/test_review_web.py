@@ -4,6 +4,7 @@ CSRF and the token. A real server process on a real database."""
 
 import json
 import re
+from datetime import datetime, timedelta
 from importlib.resources import files
 
 import httpx
@@ -387,7 +388,7 @@ def test_the_fact_check_shown_is_the_sql_one(site):
         "body": report["body"].replace("2比1", "3比1", 1),
         # a day after the report, as the demo's own items are dated: with no
         # seen_at (now) the report left the 7-day window on 2026-12-05
-        "seen_at": "2026-11-29T08:12:00+08:00",
+        "seen_at": (datetime.fromisoformat(report["seen_at"]) + timedelta(days=1)).isoformat(),
     }
     with Deduper(dsn) as dd:
         v = dd.ingest_batch([other])[0]
