@@ -25,7 +25,15 @@ def test_ingest_writes_one_verdict_per_line_and_reports_bad_lines(dsn, tmp_path)
     src = tmp_path / "in.jsonl"
     lines = [
         json.dumps(
-            {"id": "a", "title": "标题", "body": GOOD, "url": "https://a.example/1", "source": "a"},
+            {
+                "id": "a",
+                "title": "标题",
+                "body": GOOD,
+                "url": "https://a.example/1",
+                "source": "a",
+                # dated, not now: "c" below must stay within a's 7-day window
+                "seen_at": "2026-11-30T07:00:00+08:00",
+            },
             ensure_ascii=False,
         ),
         "{not json",
