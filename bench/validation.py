@@ -497,7 +497,8 @@ def main(argv: list[str] | None = None) -> int:
                     + ("PASS" if recall >= RECALL_BAR else "FAIL")
                 )
                 verdict_lines.append(
-                    f"- template pairs merged {100 * merged:.1f}%: "
+                    f"- template pairs merged {100 * merged:.2f}% "
+                    f"({tp['duplicate'] + tp['duplicate_other']}/{sum(tp.values())}): "
                     + ("PASS" if merged <= TEMPLATE_BAR else "FAIL")
                 )
                 verdict_lines.append(
