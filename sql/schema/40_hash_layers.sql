@@ -304,8 +304,8 @@ $$;
 -- out, but "11月1日" against "11月2日" is the date a templated item differs in.
 -- A number that ends the text is left out: a truncated copy may have cut it
 -- ("...计划招录34" of "...计划招录3441人").
--- Each month, day or number (月, 日, 号) is also read with its unit ("11月",
--- "1日"): a daily bulletin dated the 24th whose figures did not change holds
+-- A number followed by 月, 日 or 号 (a month, a day) is also read with that
+-- unit ("11月", "1日"): a daily bulletin dated the 24th whose figures did not change holds
 -- no bare number the 18th's lacks when "截至3月18日24时" has a 24 too, but
 -- "24日" it does (revision 0030: on the validation set, templated pairs merged
 -- 31 -> 17 of 846, same-story pairs found 339 of 559 before and after; on the
