@@ -2,7 +2,9 @@
 
 The tuning set is ``bench/labels/sina2018_ngram_pairs_*.jsonl`` (413 sina2018 pairs at
 character 8-gram Jaccard >= 0.5, read by hand on 2026-11-30): the fact check and the
-recrawl rules were chosen on it. The validation set is
+recrawl rules were chosen on it; and ``bench/labels/dxy_tuning_pairs.jsonl``
+(dxy_covid_short pairs whose texts no validation pair holds, labelled on 2026-12-05,
+``bench/dxy_tuning_pool.py``). The validation set is
 ``bench/labels/validation_pairs.jsonl``: candidate pairs mined by
 ``bench/mine_validation_pairs.py`` from sina2018, thucnews_cnews, sogouca and
 dxy_covid_short (mostly at Jaccard 0.2-0.5, where other outlets' rewrites sit), labelled
@@ -49,6 +51,7 @@ from dedup_pg.normalize import NormalizeOptions
 
 LABELS = ROOT / "bench" / "labels"
 VALIDATION = LABELS / "validation_pairs.jsonl"
+DXY_TUNING = LABELS / "dxy_tuning_pairs.jsonl"
 RESULTS = ROOT / "bench" / "results" / "validation.md"
 CORPORA = ("sina2018", "thucnews_cnews", "sogouca", "dxy_covid_short")
 LABEL_ORDER = ("same_story", "same_event", "different_template", "different")
@@ -180,11 +183,15 @@ def collect(label_dir: Path) -> int:
 
 
 def tuning_pairs() -> list[dict]:
+    """The tuning set: sina2018's pairs at Jaccard >= 0.5 and dxy_covid_short's
+    pairs whose texts no validation pair holds (bench/dxy_tuning_pool.py), page
+    code left out."""
     rows = []
     for part in ("part1", "part2"):
         rows += read_jsonl(LABELS / f"sina2018_ngram_pairs_{part}.jsonl")
     for r in rows:
         r["corpus"] = "sina2018"
+    rows += [p for p in read_jsonl(DXY_TUNING) if p["label"] != "page_code"]
     return rows
 
 
@@ -412,9 +419,11 @@ def main(argv: list[str] | None = None) -> int:
         + f"`, engine at commit {engine_revision()}; {time.perf_counter() - t0:.0f} s."
     )
     out(
-        f"Data: {DATA} (read in place). Tuning set: {len(sets.get('tuning', []))} sina2018 pairs "
-        "(`bench/labels/sina2018_ngram_pairs_*.jsonl`, Jaccard >= 0.5; the rules were chosen "
-        f"on them). Validation set: {len(validation)} labelled pairs "
+        f"Data: {DATA} (read in place). Tuning set: {len(sets.get('tuning', []))} pairs "
+        "(`bench/labels/sina2018_ngram_pairs_*.jsonl`, sina2018 at Jaccard >= 0.5, and "
+        "`bench/labels/dxy_tuning_pairs.jsonl`, dxy_covid_short texts no validation pair "
+        "holds, page code left out; the rules were chosen on them). Validation set: "
+        f"{len(validation)} labelled pairs "
         "(`bench/labels/validation_pairs.jsonl`, README there; never tuned on), "
         f"{sum(page_code.values())} of them page code only and left out ("
         + ", ".join(f"{c} {n}" for c, n in sorted(page_code.items()))
@@ -451,19 +460,20 @@ def main(argv: list[str] | None = None) -> int:
                     f"{pct(c['new'], n)} ({c['new']}) | {other} |"
                 )
     out()
-    out("Per corpus (validation set, default configuration):")
+    out("Per corpus (default configuration):")
     out()
-    out("| corpus | label | pairs | duplicate | review | new |")
-    out("|---|---|---|---|---|---|")
-    per = collections.defaultdict(collections.Counter)
-    for p, outcome, _ in results["off"].get("validation", []):
-        per[p["corpus"], p["label"]][outcome] += 1
-    for (corpus, label), c in sorted(per.items()):
-        n = sum(c.values())
-        out(
-            f"| {corpus} | {label} | {n} | {pct(c['duplicate'], n)} | {pct(c['review'], n)} | "
-            f"{pct(c['new'], n)} |"
-        )
+    out("| set | corpus | label | pairs | duplicate | review | new |")
+    out("|---|---|---|---|---|---|---|")
+    for name in sets:
+        per = collections.defaultdict(collections.Counter)
+        for p, outcome, _ in results["off"][name]:
+            per[p["corpus"], p["label"]][outcome] += 1
+        for (corpus, label), c in sorted(per.items()):
+            n = sum(c.values())
+            out(
+                f"| {name} | {corpus} | {label} | {n} | {pct(c['duplicate'], n)} | "
+                f"{pct(c['review'], n)} | {pct(c['new'], n)} |"
+            )
 
     out()
     out("## Bars")
