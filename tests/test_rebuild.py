@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -323,6 +324,41 @@ def test_rebuild_sends_a_template_pair_to_review_as_streaming_does(dd, template_
         == streamed
         == {docs[1]["id"]: (verdicts[1].layer, "pending", docs[0]["id"])}
     )
+
+
+def test_rebuild_finds_a_short_item_whole_inside_its_copy_as_streaming_does(
+    dd, template_dsn, shared_data
+):
+    """Whole-text containment (revision 0031): a People's Daily item of one
+    clause of its own, reposted under a hashtag line (the tuning set's
+    dxy_covid_short line 1474), is a containment duplicate in the rebuild too."""
+    with (shared_data / "news" / "dxy_covid_short.jsonl").open(encoding="utf-8") as fh:
+        items = fh.readlines()
+    labels = Path(__file__).resolve().parents[1] / "bench" / "labels" / "dxy_tuning_pairs.jsonl"
+    with labels.open(encoding="utf-8") as fh:
+        row = next(p for p in map(json.loads, fh) if p["line"] == 1474)
+    pair = [json.loads(items[row[k]]) for k in ("a_line", "b_line")]
+    docs = [
+        {"id": f"x{i}", "title": a["title"], "body": a["body"],
+         "seen_at": (T0 + timedelta(minutes=i)).isoformat()}
+        for i, a in enumerate(pair)
+    ]  # fmt: skip
+    with backfilled(template_dsn) as other, Deduper(other) as streaming:
+        verdicts = list(streaming.ingest_many(docs))
+        assert (verdicts[1].verdict, verdicts[1].layer) == ("duplicate", "containment")
+        streamed = candidates(streaming.conn)
+
+    rb.load_rows(
+        dd.conn,
+        prepare_batch(docs, options=dd.options, max_chars=dd.max_chars, window=dd.window).rows,
+    )
+    off = rb.rebuild(
+        dd.conn, options=dd.options, dry_run=True, overrides={"containment_whole_text_chars": None}
+    )
+    assert off.duplicates == {}  # no other layer finds it
+    report = rb.rebuild(dd.conn, options=dd.options)
+    assert report.duplicates == {"containment": 1}
+    assert candidates(dd.conn) == streamed == {"x1": ("containment", "auto", "x0")}
 
 
 def _link(

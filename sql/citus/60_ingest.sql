@@ -123,7 +123,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 aa7f756192308bc3
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 26fc326293b78454
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -147,6 +147,9 @@ DECLARE
     v_cont_min integer;
     v_cont_incoming double precision;
     v_boiler_docs integer;
+    v_whole_chars integer;
+    v_w record;
+    v_w_body text;
     v_sim_overlap double precision;
     v_useful bigint[];
     v_cont_docs bigint[];
@@ -244,6 +247,7 @@ BEGIN
             v_cont_min := (v_settings ->> 'containment_min_shared')::integer;
             v_cont_incoming := (v_settings ->> 'containment_incoming_share')::double precision;
             v_boiler_docs := (v_settings ->> 'containment_boilerplate_docs')::integer;
+            v_whole_chars := (v_settings ->> 'containment_whole_text_chars')::integer;
             v_sim_overlap := (v_settings ->> 'simhash_min_clause_overlap')::double precision;
             v_gate_dist := (v_settings ->> 'semantic_gate_distance')::integer;
             v_mode := v_settings ->> 'semantic_mode';
@@ -278,6 +282,7 @@ BEGIN
             'containment_threshold', v_cont_dup,
             'containment_review_threshold', v_cont_review,
             'containment_incoming_share', v_cont_incoming,
+            'containment_whole_text_chars', v_whole_chars,
             'minhash_threshold', v_mh_dup,
             'minhash_review_threshold', v_mh_review,
             'facts_disagreement_share', v_facts_share,
@@ -505,6 +510,50 @@ BEGIN
                     r_layer := 'containment'; r_score := least(v_cand.ratio, 1.0);
                 END IF;
             END IF;
+        END IF;
+
+        -- Whole-text containment: a stored text that shares a single clause
+        -- with the incoming one (containment above needs two) is a duplicate
+        -- when the shorter body lies whole inside the other
+        -- (dedup_body_within, at least containment_whole_text_chars
+        -- characters): a short item reposted under a hashtag line, or cut to
+        -- its first sentence. A shorter text of more than three clauses
+        -- lying whole in the other would share more than one, so only pairs
+        -- with a side of at most three are read (the bodies are compared
+        -- only then). The earliest such text; the fact check follows.
+        IF verdict IS NULL AND m_doc_id IS NULL AND v_cont_docs IS NOT NULL AND v_whole_chars IS NOT NULL THEN
+            -- Citus: the candidates' counts in one statement pruned by
+            -- doc_id (into arrays, as containment's above), then each
+            -- remaining candidate's body by its key (the single-node
+            -- statement joins documents to an unnest)
+            SELECT array_agg(d.doc_id), array_agg(d.seen_at), array_agg(d.external_id),
+                   array_agg(d.content_sha1),
+                   array_agg(CASE WHEN d.clauses IS NOT NULL THEN dedup_shared_clauses(v_useful, d.clauses) END)
+              INTO v_f_docs, v_f_seen, v_f_ext, v_f_sha1, v_f_shared
+              FROM documents d
+             WHERE d.doc_id = ANY (v_cont_docs) AND d.seen_at BETWEEN v_lo AND v_hi
+               AND least(v_n_item, d.clause_count - v_n_boiler) <= 3;
+            FOR v_w IN
+            SELECT c.doc_id, c.seen_at, d.external_id, d.content_sha1
+              FROM unnest(v_cont_docs, v_cont_seen, v_cont_rows) c(doc_id, seen_at, n_rows)
+              JOIN unnest(v_f_docs, v_f_seen, v_f_ext, v_f_sha1, v_f_shared)
+                   d(doc_id, seen_at, external_id, content_sha1, shared)
+                ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
+             WHERE coalesce(d.shared, c.n_rows) = 1
+             ORDER BY c.seen_at, c.doc_id
+            LOOP
+                CONTINUE WHEN dedup_pair_whitelisted(v_sha1, v_w.content_sha1);
+                SELECT d.body INTO v_w_body FROM documents d
+                 WHERE d.doc_id = v_w.doc_id AND d.seen_at = v_w.seen_at;
+                IF dedup_body_within(it.body, v_w_body, v_whole_chars) THEN
+                    IF v_mode = 'gated' THEN
+                        v_gate := v_gate || v_w.doc_id;
+                    END IF;
+                    m_doc_id := v_w.doc_id; m_seen_at := v_w.seen_at; m_ext := v_w.external_id;
+                    m_layer := 'containment'; m_score := 1.0;
+                    EXIT;
+                END IF;
+            END LOOP;
         END IF;
 
         -- MinHash layer: stored texts sharing a band of the signature, compared

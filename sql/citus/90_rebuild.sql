@@ -9,7 +9,7 @@
 -- coordinator (as on a single node): on a cluster it runs on the coordinator,
 -- it does not scale out.
 
--- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 a7cb6c86ecef5a2d
+-- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 97f46d0ce92e3dcf
 CREATE OR REPLACE FUNCTION dedup_rebuild_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
                verdict text, layer text, score double precision, distance integer, thresholds jsonb)
@@ -186,6 +186,7 @@ BEGIN
                    'containment_threshold', s -> 'containment_threshold',
                    'containment_review_threshold', s -> 'containment_review_threshold',
                    'containment_incoming_share', s -> 'containment_incoming_share',
+                   'containment_whole_text_chars', s -> 'containment_whole_text_chars',
                    'minhash_threshold', v_mh_dup,
                    'minhash_review_threshold', v_mh_review,
                    'facts_disagreement_share', v_facts_share,
@@ -232,6 +233,18 @@ BEGIN
                                  greatest(e.stored_n, e.shared))
            AND e.ratio >= least((s ->> 'containment_review_threshold')::double precision,
                                 (s ->> 'containment_threshold')::double precision)
+        UNION ALL
+        -- whole-text containment: a single shared clause, the shorter body
+        -- whole inside the other (dedup_body_within)
+        SELECT e.a_id, e.a_seen, e.b_id, e.b_seen, 'duplicate', 'containment',
+               1.0::double precision, NULL::integer, e.t
+          FROM ev e
+         WHERE NOT e.exact AND e.shared = 1 AND least(e.n_item, e.stored_n) <= 3
+           AND (s ->> 'containment_whole_text_chars') IS NOT NULL
+           AND dedup_body_within(
+                   (SELECT d.body FROM dedup_rb_sig d WHERE d.doc_id = e.a_id AND d.seen_at = e.a_seen),
+                   (SELECT d.body FROM dedup_rb_sig d WHERE d.doc_id = e.b_id AND d.seen_at = e.b_seen),
+                   (s ->> 'containment_whole_text_chars')::integer)
         UNION ALL
         -- MinHash: estimated 5-gram Jaccard of texts sharing a band
         SELECT e.a_id, e.a_seen, e.b_id, e.b_seen,

@@ -49,6 +49,8 @@ INSERT INTO dedup_settings (name, value, description) VALUES
   'share of the incoming text''s clauses that must already be in the matched text for a containment duplicate; below it the incoming text adds too much new content and goes to review'),
  ('containment_boilerplate_docs', '5',
   'a clause held by this many stored documents in the window is site boilerplate and ignored by containment'),
+ ('containment_whole_text_chars', '50',
+  'a stored text sharing a single clause with the incoming one (below containment''s two), one of the two of at most three clauses, is a containment duplicate when the shorter of the two bodies, whitespace removed, lies whole inside the other and has at least this many characters: a short item reposted under a hashtag line or cut to its first sentence; null = off'),
  -- MinHash and the fact check (40_hash_layers.sql)
  ('minhash_threshold', '0.5',
   'estimated Jaccard similarity of character 5-grams (MinHash) at or above which a text is a duplicate (after fact verification); null = MinHash layer off'),

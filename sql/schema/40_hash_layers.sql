@@ -323,6 +323,26 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
           FROM t, regexp_matches(t.t, '([0-9]+)\s*(月|日|号)', 'g') m) x
 $$;
 
+-- Does the shorter of two bodies lie whole inside the other? Both read as
+-- the fact check reads them (dedup_fact_text: NFKC, invisible characters
+-- dropped), whitespace removed; the shorter must have at least p_min
+-- characters. Containment counts shared clauses and needs two: a short item
+-- of one or two clauses (a bulletin line, a wire flash) shares one with its
+-- repost under a hashtag line, or with the first sentence a copy kept of it
+-- (revision 0031, containment_whole_text_chars). Null p_min: never.
+CREATE FUNCTION dedup_body_within(p_a text, p_b text, p_min integer)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    WITH t AS (
+        SELECT regexp_replace(dedup_fact_text(p_a), '\s+', '', 'g') AS a,
+               regexp_replace(dedup_fact_text(p_b), '\s+', '', 'g') AS b
+    )
+    SELECT coalesce(CASE WHEN length(t.a) <= length(t.b)
+                         THEN length(t.a) >= p_min AND strpos(t.b, t.a) > 0
+                         ELSE length(t.b) >= p_min AND strpos(t.a, t.b) > 0 END, false)
+      FROM t
+$$;
+
 -- A copied body under a rewritten lead: the incoming text p_a keeps at least
 -- facts_copied_body_share of its clauses in common with the matched one
 -- (p_shared of p_a_n, boilerplate left out; 3 or more), the matched text p_b

@@ -240,6 +240,7 @@ DECLARE
     v_cont_min integer;
     v_cont_incoming double precision;
     v_boiler_docs integer;
+    v_whole_chars integer;
     v_sim_overlap double precision;
     v_useful bigint[];
     v_cont_docs bigint[];
@@ -332,6 +333,7 @@ BEGIN
             v_cont_min := (v_settings ->> 'containment_min_shared')::integer;
             v_cont_incoming := (v_settings ->> 'containment_incoming_share')::double precision;
             v_boiler_docs := (v_settings ->> 'containment_boilerplate_docs')::integer;
+            v_whole_chars := (v_settings ->> 'containment_whole_text_chars')::integer;
             v_sim_overlap := (v_settings ->> 'simhash_min_clause_overlap')::double precision;
             v_gate_dist := (v_settings ->> 'semantic_gate_distance')::integer;
             v_mode := v_settings ->> 'semantic_mode';
@@ -366,6 +368,7 @@ BEGIN
             'containment_threshold', v_cont_dup,
             'containment_review_threshold', v_cont_review,
             'containment_incoming_share', v_cont_incoming,
+            'containment_whole_text_chars', v_whole_chars,
             'minhash_threshold', v_mh_dup,
             'minhash_review_threshold', v_mh_review,
             'facts_disagreement_share', v_facts_share,
@@ -571,6 +574,38 @@ BEGIN
                     r_doc_id := v_cand.doc_id; r_seen_at := v_cand.seen_at; r_ext := v_cand.external_id;
                     r_layer := 'containment'; r_score := least(v_cand.ratio, 1.0);
                 END IF;
+            END IF;
+        END IF;
+
+        -- Whole-text containment: a stored text that shares a single clause
+        -- with the incoming one (containment above needs two) is a duplicate
+        -- when the shorter body lies whole inside the other
+        -- (dedup_body_within, at least containment_whole_text_chars
+        -- characters): a short item reposted under a hashtag line, or cut to
+        -- its first sentence. A shorter text of more than three clauses
+        -- lying whole in the other would share more than one, so only pairs
+        -- with a side of at most three are read (the bodies are compared
+        -- only then). The earliest such text; the fact check follows.
+        IF verdict IS NULL AND m_doc_id IS NULL AND v_cont_docs IS NOT NULL AND v_whole_chars IS NOT NULL THEN
+            SELECT c.doc_id, c.seen_at, c.external_id INTO v_cand
+              FROM (SELECT c.doc_id, c.seen_at, d.external_id, d.body, d.content_sha1,
+                           CASE WHEN d.clauses IS NULL THEN c.n_rows
+                                ELSE dedup_shared_clauses(v_useful, d.clauses) END AS shared
+                      FROM unnest(v_cont_docs, v_cont_seen, v_cont_rows) c(doc_id, seen_at, n_rows)
+                      JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
+                                      AND d.seen_at BETWEEN v_lo AND v_hi
+                     WHERE least(v_n_item, d.clause_count - v_n_boiler) <= 3) c
+             WHERE c.shared = 1
+               AND dedup_body_within(it.body, c.body, v_whole_chars)
+               AND NOT dedup_pair_whitelisted(v_sha1, c.content_sha1)
+             ORDER BY c.seen_at, c.doc_id
+             LIMIT 1;
+            IF v_cand.doc_id IS NOT NULL THEN
+                IF v_mode = 'gated' THEN
+                    v_gate := v_gate || v_cand.doc_id;
+                END IF;
+                m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
+                m_layer := 'containment'; m_score := 1.0;
             END IF;
         END IF;
 

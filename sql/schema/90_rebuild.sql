@@ -334,6 +334,7 @@ BEGIN
                    'containment_threshold', s -> 'containment_threshold',
                    'containment_review_threshold', s -> 'containment_review_threshold',
                    'containment_incoming_share', s -> 'containment_incoming_share',
+                   'containment_whole_text_chars', s -> 'containment_whole_text_chars',
                    'minhash_threshold', v_mh_dup,
                    'minhash_review_threshold', v_mh_review,
                    'facts_disagreement_share', v_facts_share,
@@ -380,6 +381,18 @@ BEGIN
                                  greatest(e.stored_n, e.shared))
            AND e.ratio >= least((s ->> 'containment_review_threshold')::double precision,
                                 (s ->> 'containment_threshold')::double precision)
+        UNION ALL
+        -- whole-text containment: a single shared clause, the shorter body
+        -- whole inside the other (dedup_body_within)
+        SELECT e.a_id, e.a_seen, e.b_id, e.b_seen, 'duplicate', 'containment',
+               1.0::double precision, NULL::integer, e.t
+          FROM ev e
+         WHERE NOT e.exact AND e.shared = 1 AND least(e.n_item, e.stored_n) <= 3
+           AND (s ->> 'containment_whole_text_chars') IS NOT NULL
+           AND dedup_body_within(
+                   (SELECT d.body FROM documents d WHERE d.doc_id = e.a_id AND d.seen_at = e.a_seen),
+                   (SELECT d.body FROM documents d WHERE d.doc_id = e.b_id AND d.seen_at = e.b_seen),
+                   (s ->> 'containment_whole_text_chars')::integer)
         UNION ALL
         -- MinHash: estimated 5-gram Jaccard of texts sharing a band
         SELECT e.a_id, e.a_seen, e.b_id, e.b_seen,
