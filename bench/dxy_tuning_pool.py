@@ -16,8 +16,7 @@ pair at all: a rule chosen on them has read no text the validation set scores.
 Labels are read by hand (helpers, in parallel) after the validation set's
 definitions (``bench/labels/README.md``); ``--collect`` checks each label row
 against its pair and writes ``bench/labels/dxy_tuning_pairs.jsonl`` (ids, lines,
-label, reason; no text) for the batches labelled so far (on 2026-12-05, batches 0
-and 3: 117 of the 235 pairs; batches 1 and 2 wait for a reader).
+label, reason; no text) for the batches labelled so far (all four, 2026-12-05).
 """
 
 from __future__ import annotations
