@@ -90,7 +90,7 @@ def collect(folder: Path) -> int:
             rows.append(p | {"corpus": CORPUS, "label": lab["label"], "reason": lab["reason"]})
     if len({r["line"] for r in rows}) != len(rows):
         raise SystemExit("a pair labelled twice")
-    # a batch labelled whole or not at all: the file says which pairs are read
+    # the batches labelled so far (they may come one at a time)
     print(f"{len(rows)} of the pool's {len(by_line)} pairs labelled", file=sys.stderr)
     rows.sort(key=lambda r: r["line"])
     with OUT.open("w", encoding="utf-8") as fh:

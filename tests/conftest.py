@@ -121,6 +121,15 @@ def dxy(shared_data: Path) -> list[dict]:
     return read_jsonl(shared_data / "news" / "dxy_covid_short.jsonl")
 
 
+def dxy_tuning_pair(dxy: list[dict], line: int) -> tuple[dict, dict, dict]:
+    """The label row of the dxy_covid_short tuning pair at candidate ``line``
+    (bench/labels/dxy_tuning_pairs.jsonl) and its two texts, from ``dxy``
+    (the fixture: the corpus in file order; its ids repeat, its lines do not)."""
+    with (REPO / "bench" / "labels" / "dxy_tuning_pairs.jsonl").open(encoding="utf-8") as fh:
+        row = next(p for p in map(json.loads, fh) if p["line"] == line)
+    return row, dxy[row["a_line"]], dxy[row["b_line"]]
+
+
 @pytest.fixture(scope="session")
 def sina_all(shared_data: Path) -> list[dict]:
     """Every Sina article (the labelled pairs name articles beyond the first 1,500)."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import json
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -22,7 +21,7 @@ from dedup_pg.cli import main as cli
 from dedup_pg.deduper import prepare_batch
 from dedup_pg.sqlfiles import queries
 
-from conftest import allow_backfill
+from conftest import allow_backfill, dxy_tuning_pair
 
 pytestmark = pytest.mark.slow
 
@@ -127,18 +126,14 @@ def test_exact_and_near_duplicates_same_verdicts_as_one_node(citus_dsn, dsn, sin
     assert len(per_node) == 2 and all(n > 0 for n in per_node.values()), per_node
 
 
-def test_whole_text_containment_same_verdicts_as_one_node(citus_dsn, dsn, shared_data):
+def test_whole_text_containment_same_verdicts_as_one_node(citus_dsn, dsn, dxy):
     """Revision 0031 on the cluster: the tuning set's short items (a repost
     under a hashtag line, a flash cut to its first sentence), each after an
     unrelated item sharing nothing, are containment duplicates as on one node."""
-    labels = Path(__file__).resolve().parents[1] / "bench" / "labels" / "dxy_tuning_pairs.jsonl"
-    rows = {p["line"]: p for p in map(json.loads, labels.open(encoding="utf-8"))}
-    with (shared_data / "news" / "dxy_covid_short.jsonl").open(encoding="utf-8") as fh:
-        items = fh.readlines()
     docs = []
     for line in (1474, 1616):
-        for side in ("a", "b"):
-            item = json.loads(items[rows[line][f"{side}_line"]])
+        _, a, b = dxy_tuning_pair(dxy, line)
+        for side, item in (("a", a), ("b", b)):
             docs.append({"id": f"{line}{side}", "title": item["title"], "body": item["body"]})
     on_cluster = _verdicts(citus_dsn, docs, batch_size=1)
     assert on_cluster == _verdicts(dsn, docs, batch_size=1)

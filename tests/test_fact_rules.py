@@ -19,7 +19,7 @@ from dedup_pg import Deduper
 from dedup_pg.facts import fact_keys
 from dedup_pg.fingerprint import fingerprint
 
-from conftest import allow_backfill, fresh_database
+from conftest import allow_backfill, dxy_tuning_pair, fresh_database
 
 LABELS = Path(__file__).resolve().parents[1] / "bench" / "labels"
 T0 = datetime(2018, 11, 20, tzinfo=timezone.utc)
@@ -346,13 +346,9 @@ WHOLE_TEXT_PAIRS = (
 )
 
 
-def _whole_text_pair(shared_data: Path, sina_all: list[dict], name: str, line: int | None):
+def _whole_text_pair(dxy: list[dict], sina_all: list[dict], name: str, line: int | None):
     if name.startswith("dxy"):
-        with (LABELS / name).open(encoding="utf-8") as fh:
-            pair = next(p for p in map(json.loads, fh) if p["line"] == line)
-        with (shared_data / "news" / "dxy_covid_short.jsonl").open(encoding="utf-8") as fh:
-            items = fh.readlines()
-        a, b = (json.loads(items[pair[k]]) for k in ("a_line", "b_line"))
+        pair, a, b = dxy_tuning_pair(dxy, line)
     else:
         pair = next(p for p in tuning_pairs() if p["b_id"] == "sina18-bdd8b8a2c571")
         by_id = {x["id"]: x for x in sina_all}
@@ -362,15 +358,13 @@ def _whole_text_pair(shared_data: Path, sina_all: list[dict], name: str, line: i
 
 
 @pytest.mark.parametrize(("name", "line"), WHOLE_TEXT_PAIRS)
-def test_a_short_item_whole_inside_its_copy_is_a_duplicate(
-    template_dsn, shared_data, sina_all, name, line
-):
+def test_a_short_item_whole_inside_its_copy_is_a_duplicate(template_dsn, dxy, sina_all, name, line):
     """One or two clauses of their own, so containment (two shared clauses)
     cannot judge them, too short for SimHash's bits and MinHash's signature:
     the shorter body lying whole inside the other (50 characters or more) is
     a containment duplicate. Off (or the bar above the shorter body's
     length), they are not duplicates again."""
-    a, b = _whole_text_pair(shared_data, sina_all, name, line)
+    a, b = _whole_text_pair(dxy, sina_all, name, line)
     with psycopg.connect(template_dsn) as conn:
         assert conn.execute(
             "SELECT dedup_body_within(%s, %s, 50)", [a["body"], b["body"]]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -21,7 +20,7 @@ from dedup_pg.facts import fact_keys
 from dedup_pg.fingerprint import fingerprint
 from dedup_pg.simhash import to_signed
 
-from conftest import allow_backfill, clause_array, clause_rows, fresh_database
+from conftest import allow_backfill, clause_array, clause_rows, dxy_tuning_pair, fresh_database
 
 T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
 
@@ -326,18 +325,11 @@ def test_rebuild_sends_a_template_pair_to_review_as_streaming_does(dd, template_
     )
 
 
-def test_rebuild_finds_a_short_item_whole_inside_its_copy_as_streaming_does(
-    dd, template_dsn, shared_data
-):
+def test_rebuild_finds_a_short_item_whole_inside_its_copy_as_streaming_does(dd, template_dsn, dxy):
     """Whole-text containment (revision 0031): a People's Daily item of one
     clause of its own, reposted under a hashtag line (the tuning set's
     dxy_covid_short line 1474), is a containment duplicate in the rebuild too."""
-    with (shared_data / "news" / "dxy_covid_short.jsonl").open(encoding="utf-8") as fh:
-        items = fh.readlines()
-    labels = Path(__file__).resolve().parents[1] / "bench" / "labels" / "dxy_tuning_pairs.jsonl"
-    with labels.open(encoding="utf-8") as fh:
-        row = next(p for p in map(json.loads, fh) if p["line"] == 1474)
-    pair = [json.loads(items[row[k]]) for k in ("a_line", "b_line")]
+    pair = dxy_tuning_pair(dxy, 1474)[1:]
     docs = [
         {"id": f"x{i}", "title": a["title"], "body": a["body"],
          "seen_at": (T0 + timedelta(minutes=i)).isoformat()}
