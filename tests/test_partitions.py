@@ -250,3 +250,31 @@ def test_one_clause_pass_gives_revision_0012s_verdicts(dd, dsn, sina):
     database.migrate(dsn)
     with Deduper(dsn, migrate=False) as new:
         assert verdicts(new) == expected
+
+
+def test_a_check_does_not_lock_the_days_kept_outside_its_window(dd, sina):
+    """dedup_ingest's statements run on generic plans, which lock every
+    partition a statement could read, each check, whatever run-time pruning
+    then reads. A statement over documents run for every text would make each
+    check pay for every day kept (and a batch hold a lock per day: with two
+    years kept, concurrent batches ran out of lock table). A new text that
+    shares nothing with the stored ones, checked with sixty days kept, locks
+    no more of documents' day partitions than the window holds."""
+    today = datetime.now(timezone.utc).date()
+    dd.conn.execute("SELECT dedup_ensure_partitions(%s, %s)", [today - timedelta(60), today])
+    days_kept = dd.conn.execute(
+        "SELECT count(*) FROM pg_inherits WHERE inhparent = 'documents'::regclass"
+    ).fetchone()[0]
+    assert days_kept > 60
+    list(dd.ingest_many([{k: a[k] for k in ("id", "title", "body")} for a in sina[:20]]))
+    incoming = sina[40]
+    assert len(incoming["body"]) > 500  # a MinHash signature: the MinHash probe runs
+    locked_days = """
+        SELECT count(*) FROM pg_locks l JOIN pg_inherits i ON i.inhrelid = l.relation
+         WHERE l.pid = pg_backend_pid() AND i.inhparent = 'documents'::regclass"""
+    with dd.conn.transaction(force_rollback=True):
+        verdict = dd.is_duplicate(incoming["body"], incoming["title"])
+        locked = dd.conn.execute(locked_days).fetchone()[0]
+    assert verdict.verdict == "new"
+    window = dd.conn.execute("SELECT value::integer FROM dedup_settings WHERE name = 'window_days'")
+    assert locked <= window.fetchone()[0] + 2

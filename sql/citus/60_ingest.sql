@@ -123,7 +123,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 26fc326293b78454
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 7fd8c8f9c09d87fc
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -566,30 +566,34 @@ BEGIN
             SELECT array_agg(b.doc_id), array_agg(b.seen_at) INTO v_mh_docs, v_mh_seen
               FROM (SELECT b.doc_id, b.seen_at FROM document_minhash_bands b
                      WHERE b.band_keys && v_mh_bands AND b.seen_at BETWEEN v_lo AND v_hi) b;
-            SELECT array_agg(d.doc_id), array_agg(d.seen_at), array_agg(d.external_id),
-                   array_agg(d.content_sha1), array_agg(dedup_minhash_similarity(d.minhash, it.minhash))
-              INTO v_f_docs, v_f_seen, v_f_ext, v_f_sha1, v_f_sim
-              FROM documents d
-             WHERE d.doc_id = ANY (v_mh_docs) AND d.seen_at BETWEEN v_lo AND v_hi;
-            SELECT c.doc_id, c.seen_at, d.external_id, d.sim AS sim
-              INTO v_cand
-              FROM unnest(v_mh_docs, v_mh_seen) c(doc_id, seen_at)
-              JOIN unnest(v_f_docs, v_f_seen, v_f_ext, v_f_sha1, v_f_sim)
-                   d(doc_id, seen_at, external_id, content_sha1, sim)
-                ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
-             WHERE NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)
-             ORDER BY sim DESC, c.seen_at, c.doc_id
-             LIMIT 1;
-            IF v_cand.doc_id IS NOT NULL THEN
-                IF v_mode = 'gated' THEN
-                    v_gate := v_gate || v_cand.doc_id;
-                END IF;
-                IF v_cand.sim >= v_mh_dup THEN
-                    m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
-                    m_layer := 'minhash'; m_score := v_cand.sim; m_dist := NULL;
-                ELSIF v_cand.sim >= v_mh_review AND r_doc_id IS NULL THEN
-                    r_doc_id := v_cand.doc_id; r_seen_at := v_cand.seen_at; r_ext := v_cand.external_id;
-                    r_layer := 'minhash'; r_score := v_cand.sim; r_dist := NULL;
+            -- their documents only when there are some (most texts share no band):
+            -- a statement over documents runs on every shard
+            IF v_mh_docs IS NOT NULL THEN
+                SELECT array_agg(d.doc_id), array_agg(d.seen_at), array_agg(d.external_id),
+                       array_agg(d.content_sha1), array_agg(dedup_minhash_similarity(d.minhash, it.minhash))
+                  INTO v_f_docs, v_f_seen, v_f_ext, v_f_sha1, v_f_sim
+                  FROM documents d
+                 WHERE d.doc_id = ANY (v_mh_docs) AND d.seen_at BETWEEN v_lo AND v_hi;
+                SELECT c.doc_id, c.seen_at, d.external_id, d.sim AS sim
+                  INTO v_cand
+                  FROM unnest(v_mh_docs, v_mh_seen) c(doc_id, seen_at)
+                  JOIN unnest(v_f_docs, v_f_seen, v_f_ext, v_f_sha1, v_f_sim)
+                       d(doc_id, seen_at, external_id, content_sha1, sim)
+                    ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
+                 WHERE NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)
+                 ORDER BY sim DESC, c.seen_at, c.doc_id
+                 LIMIT 1;
+                IF v_cand.doc_id IS NOT NULL THEN
+                    IF v_mode = 'gated' THEN
+                        v_gate := v_gate || v_cand.doc_id;
+                    END IF;
+                    IF v_cand.sim >= v_mh_dup THEN
+                        m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
+                        m_layer := 'minhash'; m_score := v_cand.sim; m_dist := NULL;
+                    ELSIF v_cand.sim >= v_mh_review AND r_doc_id IS NULL THEN
+                        r_doc_id := v_cand.doc_id; r_seen_at := v_cand.seen_at; r_ext := v_cand.external_id;
+                        r_layer := 'minhash'; r_score := v_cand.sim; r_dist := NULL;
+                    END IF;
                 END IF;
             END IF;
         END IF;
