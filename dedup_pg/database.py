@@ -39,7 +39,14 @@ TUNED_MARKER = "dedup-pg-settings"  # in pgdata: written once the settings are a
 def server_settings(memory_bytes: int | None = None) -> dict[str, str]:
     """What the embedded server runs with: a quarter of the memory for shared
     buffers (at most 8 GB), fewer checkpoints (each one makes the next write
-    to every page log the whole page)."""
+    to every page log the whole page), and room in the lock table for the
+    days kept: a statement over a partitioned table on a generic plan (as
+    dedup_ingest's are) locks every partition it could read, so a batch holds
+    a lock on each day kept of each table it reads (8,274 for a batch with
+    two years of days kept). The lock table has max_locks_per_transaction
+    slots a connection, shared: with PostgreSQL's 64, two of four such
+    batches at once failed ("out of shared memory"; bench/retained_days.py).
+    1,024 leaves room for about fifteen, for ~52 MB more shared memory."""
     if memory_bytes is None:
         memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     mib = memory_bytes // 2**20
@@ -49,6 +56,7 @@ def server_settings(memory_bytes: int | None = None) -> dict[str, str]:
         "maintenance_work_mem": "256MB",
         "max_wal_size": "4GB",
         "checkpoint_timeout": "15min",
+        "max_locks_per_transaction": "1024",
     }
 
 

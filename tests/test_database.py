@@ -143,6 +143,8 @@ def test_embedded_server_is_sized_once_and_keeps_later_changes(tmp_path):
         with psycopg.connect(dsn, autocommit=True) as conn:
             assert conn.execute("SHOW shared_buffers").fetchone()[0] == wanted["shared_buffers"]
             assert conn.execute("SHOW max_wal_size").fetchone()[0] == wanted["max_wal_size"]
+            locks = conn.execute("SHOW max_locks_per_transaction").fetchone()[0]
+            assert locks == wanted["max_locks_per_transaction"] == "1024"
             conn.execute("ALTER SYSTEM SET max_wal_size = '2GB'")  # the user's own choice
         # the restart that applied them kept logging to pgdata/log
         assert (home / "pgdata" / "log").read_text().count("ready to accept connections") == 2
