@@ -12,15 +12,16 @@ partitions of every per-day table back to each count of days kept in turn
 (``--days``; the lookup tables' weeks with them), as ``dedup-pg`` makes them
 when a day's first document arrives. At each count:
 
-- single checks: the installed ``dedup_ingest`` in dry run (server-side
-  prepared, one text a call), for ``--calls`` new sina2018 articles, under
+- single checks (the median of ``--rounds`` measurements, as for the batch:
+  this machine's speed drifts): the installed ``dedup_ingest`` in dry run
+  (server-side prepared, one text a call), for ``--calls`` new sina2018 articles, under
   three configurations text by text: every layer; MinHash off (override
   ``minhash_threshold`` null); exact + SimHash (the item without clauses,
   MinHash and the fact check off); p50 of each;
 - a batch: the same texts in one dry-run call, ms per item;
 - locks: how many a fresh connection holds after one dry-run batch of 100
-  texts, 50 new and 50 reposts of stored ones (the first run of each statement plans it, and holds what planning
-  opened), and whether ``--concurrent`` such batches at once succeed (each
+  texts, 50 new and 50 reposts of stored ones (the first run of each
+  statement plans it, and holds what planning opened), and whether ``--concurrent`` such batches at once succeed (each
   holds its locks until its transaction ends; PostgreSQL's lock table has
   ``max_locks_per_transaction`` x connections slots).
 
@@ -146,6 +147,9 @@ def main() -> None:
     ap.add_argument("--stored", type=int, default=5000)
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--concurrent", type=int, default=4)
+    ap.add_argument(
+        "--rounds", type=int, default=3, help="measurements at each count (median reported)"
+    )
     ap.add_argument("--output", type=Path, default=RESULTS)
     args = ap.parse_args()
     counts = [int(d) for d in args.days.split(",")]
@@ -183,8 +187,16 @@ def main() -> None:
                 keep_days(dd.conn, days)
                 kept = dd.conn.execute(DAYS_KEPT).fetchone()[0]
                 log(f"{kept} day partitions of documents")
-                checks = single_checks(dd.conn, items)
-                per_item = batch_ms(dd.conn, items)
+                # this machine's speed drifts by 10-30% from minute to minute:
+                # the median of a few rounds
+                rounds = [
+                    (single_checks(dd.conn, items), batch_ms(dd.conn, items))
+                    for _ in range(args.rounds)
+                ]
+                checks = {
+                    name: statistics.median(r[0][name] for r in rounds) for name, _, _ in CONFIGS
+                }
+                per_item = statistics.median(r[1] for r in rounds)
                 locks = locks_of_a_batch(dsn, mixed)
                 together = concurrent_batches(dsn, mixed, args.concurrent)
                 rows.append((kept, checks, per_item, locks, together))
@@ -196,7 +208,8 @@ def main() -> None:
     report("# A check's cost as days of history are kept")
     report()
     report(
-        f"`python bench/retained_days.py --days {args.days}`, engine {engine_revision()}, "
+        f"`python bench/retained_days.py --days {args.days} --rounds {args.rounds}`, "
+        f"engine {engine_revision()}, "
         f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {cpu_model()}, "
         f"{time.perf_counter() - started:.0f} s. A fresh embedded server "
         f"(max_locks_per_transaction {settings['max_locks_per_transaction']}, max_connections "
@@ -204,7 +217,8 @@ def main() -> None:
         f"memory {settings['shared_memory_size']}); "
         f"{len(stored):,} sina2018 articles stored (seen now), then empty day partitions "
         f"back to each count of days kept; {len(items)} new sina2018 articles checked "
-        "(dry-run `dedup_ingest`, server-side prepared). The window is 7 days (default)."
+        "(dry-run `dedup_ingest`, server-side prepared); times are the median of the rounds. "
+        "The window is 7 days (default)."
     )
     report()
     report(
