@@ -44,8 +44,8 @@ def server_settings(memory_bytes: int | None = None) -> dict[str, str]:
     dedup_ingest's are) locks every partition it could read, so a batch holds
     a lock on each day kept of each table it reads (8,274 for a batch with
     two years of days kept). The lock table has max_locks_per_transaction
-    slots a connection, shared: with PostgreSQL's 64, two of four such
-    batches at once failed ("out of shared memory"; bench/retained_days.py).
+    slots a connection, shared: with PostgreSQL's 64, two to four of four
+    such batches at once failed ("out of shared memory"; bench/retained_days.py).
     1,024 leaves room for about fifteen, for ~52 MB more shared memory."""
     if memory_bytes is None:
         memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

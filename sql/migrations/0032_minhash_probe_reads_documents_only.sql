@@ -6,10 +6,11 @@
 -- run-time pruning reads only the window's. The MinHash probe joined
 -- documents (one partition a day, kept until dropped) for every text with a
 -- signature. With two years of days kept, a dry-run check of a new sina2018
--- text cost 0.92 ms against 0.59 with the window's days only. It now reads its
--- candidates from the band table first and the documents only when there are
--- some (most texts share no band): 0.63 ms with two years kept, 0.53 with the
--- window's days only (bench/retained_days.py). Verdicts are unchanged.
+-- text cost 0.95-1.02 ms against 0.65-0.68 with the window's days only. It now
+-- reads its candidates from the band table first and the documents only when
+-- there are some (most texts share no band): 0.71-0.75 ms with two years kept,
+-- 0.62-0.63 with the window's days only (bench/retained_days.py --rounds 3, the
+-- engines alternately, twice each). Verdicts are unchanged.
 
 -- function:dedup_ingest, from sql/schema/60_ingest.sql
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
@@ -417,8 +418,8 @@ BEGIN
             -- statement over documents locks every day partition kept (its
             -- generic plan holds them all; run-time pruning reads only the
             -- window's): run for every text, the join made a dry-run check of a
-            -- new text cost 0.92 ms with two years of days kept against 0.59
-            -- with the window's only (0.63 now; bench/retained_days.py).
+            -- new text cost ~1.0 ms with two years of days kept against ~0.66
+            -- with the window's only (~0.73 now; bench/retained_days.py).
             SELECT array_agg(b.doc_id), array_agg(b.seen_at) INTO v_mh_docs, v_mh_seen
               FROM document_minhash_bands b
              WHERE b.band_keys && v_mh_bands AND b.seen_at BETWEEN v_lo AND v_hi;

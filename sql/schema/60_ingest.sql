@@ -621,8 +621,8 @@ BEGIN
             -- statement over documents locks every day partition kept (its
             -- generic plan holds them all; run-time pruning reads only the
             -- window's): run for every text, the join made a dry-run check of a
-            -- new text cost 0.92 ms with two years of days kept against 0.59
-            -- with the window's only (0.63 now; bench/retained_days.py).
+            -- new text cost ~1.0 ms with two years of days kept against ~0.66
+            -- with the window's only (~0.73 now; bench/retained_days.py).
             SELECT array_agg(b.doc_id), array_agg(b.seen_at) INTO v_mh_docs, v_mh_seen
               FROM document_minhash_bands b
              WHERE b.band_keys && v_mh_bands AND b.seen_at BETWEEN v_lo AND v_hi;
