@@ -59,6 +59,35 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+# -- a check's layers, timed apart ------------------------------------------------
+# The lookups are timed as the engine runs them: the installed dedup_ingest in
+# dry run, one new text a call, with layers left out through the call's
+# overrides (a null threshold turns the MinHash layer and the fact check off)
+# or the item itself (no clauses: no clause-index probe, no containment). What a
+# layer costs is the difference between two of these; no SQL is copied here.
+# (bench/growth.py, bench/retained_days.py)
+INGEST_SQL = "SELECT verdict, layer FROM dedup_ingest(%s::jsonb, true, %s::jsonb)"
+_NO_MINHASH = {"minhash_threshold": None}
+_HASHES_ONLY = {**_NO_MINHASH, "facts_disagreement_share": None}
+LAYER_RUNS = (  # (key, what runs, overrides, clauses kept in the item)
+    ("full", "every layer", {}, True),
+    ("no_minhash", "MinHash off", _NO_MINHASH, True),
+    ("simhash", "exact + SimHash (no clauses, MinHash and fact check off)", _HASHES_ONLY, False),
+    (
+        "simhash_r1",
+        "the same, review distance 7 (radius-1 band probe)",
+        {**_HASHES_ONLY, "simhash_review_distance": 7, "simhash_review_margin": 7},
+        False,
+    ),
+)
+
+
+def layer_item(row: dict, clauses: bool) -> dict:
+    """A prepared row as one text of a dry-run call: its clauses kept or not (a
+    ``LAYER_RUNS`` entry's last field)."""
+    return {**row, "pos": 0} if clauses else {**row, "pos": 0, "clauses": [], "lead": []}
+
+
 class Report:
     """Print lines as they come and keep them for the results file."""
 

@@ -132,10 +132,13 @@ warnings.filterwarnings("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is 
 import psutil  # noqa: E402
 from common import DATA as SHARED_DATA  # noqa: E402
 from common import (  # noqa: E402
+    INGEST_SQL,
+    LAYER_RUNS,
     ROOT,
     allow_backfill,
     cpu_model,
     engine_revision,
+    layer_item,
     log,
     pct,
     verdict_label,
@@ -402,25 +405,6 @@ def rusage_mib() -> tuple[float, float]:
 
 
 # -- measurements ----------------------------------------------------------------
-# The lookups are timed as the engine runs them: the installed dedup_ingest in
-# dry run, one new text a call, with layers left out through the call's
-# overrides (a null threshold turns the MinHash layer and the fact check off)
-# or the item itself (no clauses: no clause-index probe, no containment). What a
-# layer costs is the difference between two of these; no SQL is copied here.
-INGEST_SQL = "SELECT verdict, layer FROM dedup_ingest(%s::jsonb, true, %s::jsonb)"
-_NO_MINHASH = {"minhash_threshold": None}
-_HASHES_ONLY = {**_NO_MINHASH, "facts_disagreement_share": None}
-LAYER_RUNS = (  # (key, what runs, overrides, clauses kept in the item)
-    ("full", "every layer", {}, True),
-    ("no_minhash", "MinHash off", _NO_MINHASH, True),
-    ("simhash", "exact + SimHash (no clauses, MinHash and fact check off)", _HASHES_ONLY, False),
-    (
-        "simhash_r1",
-        "the same, review distance 7 (radius-1 band probe)",
-        {**_HASHES_ONLY, "simhash_review_distance": 7, "simhash_review_margin": 7},
-        False,
-    ),
-)
 # Candidates the SimHash probe reads for a text (distinct documents whose band
 # keys match, at radius 0 and 1, in the window): counted apart, with the
 # engine's own key function, as the size the probe's cost grows with.
@@ -497,9 +481,7 @@ def layer_latency(dd: Deduper, misses: list[dict]) -> dict:
     rows = prepare_batch(misses, **dd._prepare_args()).rows
     runs = []
     for key, _, overrides, clauses in LAYER_RUNS:
-        items = [
-            {**r, "pos": 0} if clauses else {**r, "pos": 0, "clauses": [], "lead": []} for r in rows
-        ]
+        items = [layer_item(r, clauses) for r in rows]
         runs.append((key, Jsonb(overrides), items))
     for _, overrides, items in runs:  # warm-up
         conn.execute(INGEST_SQL, [Jsonb([items[0]]), overrides], prepare=True).fetchall()

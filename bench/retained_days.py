@@ -14,15 +14,17 @@ when a day's first document arrives. At each count:
 
 - single checks (the median of ``--rounds`` measurements, as for the batch:
   this machine's speed drifts): the installed ``dedup_ingest`` in dry run
-  (server-side prepared, one text a call), for ``--calls`` new sina2018 articles, under
-  three configurations text by text: every layer; MinHash off (override
+  (server-side prepared, one text a call), for ``--calls`` new sina2018
+  articles, under three configurations text by text (bench/growth.py's, in
+  ``common.LAYER_RUNS``): every layer; MinHash off (override
   ``minhash_threshold`` null); exact + SimHash (the item without clauses,
   MinHash and the fact check off); p50 of each;
 - a batch: the same texts in one dry-run call, ms per item;
 - locks: how many a fresh connection holds after one dry-run batch of 100
   texts, 50 new and 50 reposts of stored ones (the first run of each
-  statement plans it, and holds what planning opened), and whether ``--concurrent`` such batches at once succeed (each
-  holds its locks until its transaction ends; PostgreSQL's lock table has
+  statement plans it, and holds what planning opened), and whether
+  ``--concurrent`` such batches at once succeed (each holds its locks until
+  its transaction ends; PostgreSQL's lock table has
   ``max_locks_per_transaction`` x connections slots).
 
 Run from the repository root:
@@ -43,20 +45,28 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import psycopg
-from common import DATA, ROOT, Report, cpu_model, engine_revision, log, read_jsonl
+from common import (
+    DATA,
+    INGEST_SQL,
+    LAYER_RUNS,
+    ROOT,
+    Report,
+    cpu_model,
+    engine_revision,
+    layer_item,
+    log,
+    read_jsonl,
+)
 from psycopg.types.json import Jsonb
 
 from dedup_pg import Deduper, database
 from dedup_pg.deduper import prepare_batch
 
 RESULTS = ROOT / "bench" / "results" / "retained_days.md"
-CHECK = "SELECT verdict, layer FROM dedup_ingest(%s::jsonb, true, %s::jsonb)"
 BATCH = "SELECT count(*) FROM dedup_ingest(%s::jsonb, true, '{}'::jsonb)"
-CONFIGS = (  # (name, overrides, clauses kept in the item)
-    ("every layer", {}, True),
-    ("MinHash off", {"minhash_threshold": None}, True),
-    ("exact + SimHash", {"minhash_threshold": None, "facts_disagreement_share": None}, False),
-)
+#: every layer, MinHash off, exact + SimHash: bench/growth.py's configurations
+#: but the radius-1 probe (a review distance of 4-7, not the default)
+CONFIGS = LAYER_RUNS[:3]
 MIXED = 100  # texts in the batch whose locks are counted
 DAYS_KEPT = "SELECT count(*) FROM pg_inherits WHERE inhparent = 'documents'::regclass"
 
@@ -73,44 +83,42 @@ def keep_days(conn: psycopg.Connection, days: int) -> None:
         )
 
 
-def single_checks(conn: psycopg.Connection, items: list[dict]) -> dict[str, float]:
+def single_checks(conn: psycopg.Connection, rows: list[dict]) -> dict[str, float]:
     """p50 ms of each configuration, interleaved text by text (warm-up first)."""
     runs = [
-        (
-            name,
-            Jsonb(over),
-            [
-                {**it, "pos": 0} if keep else {**it, "pos": 0, "clauses": [], "lead": []}
-                for it in items
-            ],
-        )
-        for name, over, keep in CONFIGS
+        (key, Jsonb(over), [layer_item(r, clauses) for r in rows])
+        for key, _, over, clauses in CONFIGS
     ]
-    for _, over, its in runs:
-        for it in its[:5]:
-            conn.execute(CHECK, [Jsonb([it]), over], prepare=True).fetchall()
-    times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
-    for i in range(len(items)):
-        for name, over, its in runs:
+    for _, over, items in runs:
+        for it in items[:5]:
+            conn.execute(INGEST_SQL, [Jsonb([it]), over], prepare=True).fetchall()
+    times: dict[str, list[float]] = {key: [] for key, _, _ in runs}
+    for i in range(len(rows)):
+        for key, over, items in runs:
             started = time.perf_counter()
-            conn.execute(CHECK, [Jsonb([its[i]]), over], prepare=True).fetchall()
-            times[name].append(time.perf_counter() - started)
-    return {name: statistics.median(ts) * 1e3 for name, ts in times.items()}
+            conn.execute(INGEST_SQL, [Jsonb([items[i]]), over], prepare=True).fetchall()
+            times[key].append(time.perf_counter() - started)
+    return {key: statistics.median(ts) * 1e3 for key, ts in times.items()}
 
 
-def batch_ms(conn: psycopg.Connection, items: list[dict]) -> float:
-    payload = Jsonb([{**it, "pos": i} for i, it in enumerate(items)])
+def batch(rows: list[dict]) -> Jsonb:
+    """Prepared rows as one dry-run call's items, in order."""
+    return Jsonb([{**r, "pos": i} for i, r in enumerate(rows)])
+
+
+def batch_ms(conn: psycopg.Connection, rows: list[dict]) -> float:
+    payload = batch(rows)
     best = float("inf")
     for _ in range(3):
         started = time.perf_counter()
         conn.execute(BATCH, [payload], prepare=True).fetchall()
         best = min(best, time.perf_counter() - started)
-    return best * 1e3 / len(items)
+    return best * 1e3 / len(rows)
 
 
 def locks_of_a_batch(dsn: str, items: list[dict]) -> int:
     with psycopg.connect(dsn) as conn, conn.transaction(force_rollback=True):
-        conn.execute(BATCH, [Jsonb([{**it, "pos": i} for i, it in enumerate(items)])])
+        conn.execute(BATCH, [batch(items)])
         return conn.execute(
             "SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid()"
         ).fetchone()[0]
@@ -125,7 +133,7 @@ def concurrent_batches(dsn: str, items: list[dict], n: int) -> str:
     def run() -> None:
         try:
             with psycopg.connect(dsn) as conn, conn.transaction(force_rollback=True):
-                conn.execute(BATCH, [Jsonb([{**it, "pos": i} for i, it in enumerate(items)])])
+                conn.execute(BATCH, [batch(items)])
                 barrier.wait(timeout=120)
         except threading.BrokenBarrierError:
             pass
@@ -194,7 +202,7 @@ def main() -> None:
                     for _ in range(args.rounds)
                 ]
                 checks = {
-                    name: statistics.median(r[0][name] for r in rounds) for name, _, _ in CONFIGS
+                    key: statistics.median(r[0][key] for r in rounds) for key, _, _, _ in CONFIGS
                 }
                 per_item = statistics.median(r[1] for r in rounds)
                 locks = locks_of_a_batch(dsn, mixed)
@@ -222,15 +230,16 @@ def main() -> None:
     )
     report()
     report(
-        "| day partitions of documents | single check of a new text p50, every layer / "
-        "MinHash off / exact + SimHash (ms) | batch of new texts, "
+        "| day partitions of documents | single check of a new text p50 (ms), "
+        + " / ".join(label for _, label, _, _ in CONFIGS)
+        + " | batch of new texts, "
         f"{len(items)}, ms per item | locks held after a batch of 50 new + 50 reposts (fresh "
         "connection) | "
         f"{args.concurrent} such batches at once |"
     )
     report("|---:|---|---:|---:|---|")
     for kept, checks, per_item, locks, together in rows:
-        cells = " / ".join(f"{checks[name]:.3f}" for name, _, _ in CONFIGS)
+        cells = " / ".join(f"{checks[key]:.3f}" for key, _, _, _ in CONFIGS)
         report(f"| {kept} | {cells} | {per_item:.3f} | {locks:,} | {together} |")
     report.write(args.output)
     log(f"written to {args.output}")

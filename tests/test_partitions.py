@@ -276,5 +276,4 @@ def test_a_check_does_not_lock_the_days_kept_outside_its_window(dd, sina):
         verdict = dd.is_duplicate(incoming["body"], incoming["title"])
         locked = dd.conn.execute(locked_days).fetchone()[0]
     assert verdict.verdict == "new"
-    window = dd.conn.execute("SELECT value::integer FROM dedup_settings WHERE name = 'window_days'")
-    assert locked <= window.fetchone()[0] + 2
+    assert locked <= int(dd.settings["window_days"]) + 2
