@@ -249,10 +249,80 @@ def test_a_long_price_note_for_another_price_goes_to_review(template_dsn, shared
     a = {"title": None, "body": note["body"]}
     b = {"title": None, "body": note["body"].replace("2250", "2199")}
     assert ingest_pair(template_dsn, a, b) == ("review", "a")
-    assert ingest_pair(template_dsn, a, b, facts_template_masked_similarity=None) == (
+    assert ingest_pair(template_dsn, a, b, facts_money_amounts=False) == ("review", "a")
+    off = {"facts_template_masked_similarity": None, "facts_money_amounts": False}
+    assert ingest_pair(template_dsn, a, b, **off) == ("duplicate", "a")
+
+
+def test_a_price_note_reworded_around_another_price_goes_to_review(template_dsn, shared_data):
+    """The same real price note, its price sentences written again around
+    another price ("目前该机已跌至2250元" -> "商家报价调整为2199元"): with the
+    masked-similarity rule off, only the sums of money tell the two apart
+    (revision 0033, facts_money_amounts): 2250 and 2199 yuan, none in both.
+    Review; merged with the rule off too. A copy that adds a sum of its own
+    (an ad's price) but keeps the note's is still a duplicate."""
+    with (shared_data / "news" / "thucnews_cnews.jsonl").open(encoding="utf-8") as fh:
+        note = json.loads(fh.readlines()[PRICE_NOTE_LINE])
+    body = note["body"]
+    assert body.count("目前该机已跌至2250元") == 2
+    reworded = body.replace("目前该机已跌至2250元", "商家报价调整为2199元").replace("2250", "2199")
+    a, b = {"title": None, "body": body}, {"title": None, "body": reworded}
+    with psycopg.connect(template_dsn) as conn:
+        amounts = conn.execute(
+            "SELECT dedup_text_amounts(%s), dedup_text_amounts(%s)", [body, reworded]
+        ).fetchone()
+    assert amounts == (["2250"], ["2199"])
+    masked_off = {"facts_template_masked_similarity": None}
+    assert ingest_pair(template_dsn, a, b, **masked_off) == ("review", "a")
+    assert ingest_pair(template_dsn, a, b, **masked_off, facts_money_amounts=False) == (
         "duplicate",
         "a",
     )
+    ad = {"title": None, "body": body + "\n\n【广告】精品相机包,限时特价仅售59元,欢迎选购。"}
+    assert ingest_pair(template_dsn, a, ad) == ("duplicate", "a")
+
+
+def test_sums_of_money_as_the_fact_check_reads_them(dsn):
+    """dedup_text_amounts: full-width digits and "￥" folded, thousands
+    separators dropped, a space before "元" allowed, the unit kept; one-digit prices, other
+    currencies and "元旦" left out."""
+    cases = {
+        "售价９８５０元,优惠后仅￥9,680": ["9680", "9850"],
+        "总投资3750亿元,其中56.67亿元来自 1.6万亿元 的专项债": ["1.6万亿", "3750亿", "56.67亿"],
+        "票价5元,会员1,280 元,索尼T900 2250元": ["1280", "2250"],
+        "2019元旦假期,门票100美元": [],
+        "全书共12.5元一册,另付6万元押金": ["12.5", "6万"],
+    }
+    with psycopg.connect(dsn) as conn:
+        for text, expected in cases.items():
+            got = conn.execute("SELECT dedup_text_amounts(%s)", [text]).fetchone()[0]
+            assert sorted(got) == expected, (text, got)
+
+
+def test_same_story_pairs_of_the_tuning_set_that_name_the_same_sums_stay_duplicates(
+    template_dsn, sina_all
+):
+    """Every same-story pair of the sina2018 tuning set that the engine finds
+    as a duplicate and whose two texts both name sums of money: they share
+    one, and the money rule leaves them duplicates."""
+    by_id = {a["id"]: a for a in sina_all}
+    with psycopg.connect(template_dsn) as conn:
+
+        def amounts(text: str) -> set[str]:
+            return set(conn.execute("SELECT dedup_text_amounts(%s)", [text]).fetchone()[0])
+
+        pairs = []
+        for p in tuning_pairs():
+            if p["label"] != "same_story":
+                continue
+            a, b = by_id[p["a_id"]], by_id[p["b_id"]]
+            ma, mb = amounts(a["body"]), amounts(b["body"])
+            if ma and mb:
+                assert ma & mb, p["line"]
+                pairs.append((a, b))
+    assert len(pairs) >= 30
+    for a, b in pairs[:6]:
+        assert ingest_pair(template_dsn, a, b)[0] == "duplicate"
 
 
 #: A real daily bulletin of dxy_covid_short (line 723: Heilongjiang, 18 March),
@@ -395,3 +465,41 @@ def test_whole_text_containment_needs_the_whole_shorter_body(dsn):
             },
         ).fetchone()
     assert within == (True, True, False, True, False, False)
+
+
+def test_a_copied_body_does_not_excuse_sums_of_money_that_all_differ(dsn):
+    """Two price notes over one spec sheet, each opening with its own price:
+    to the copied-body rule that is a lead rewritten over a copied body (the
+    clauses shared, the openings unlike), which lets the other fact rules'
+    'differ' through. Sums of money that all differ are not excused: a copy
+    keeps the sums of the body it copied."""
+    spec = "机身采用镁合金材料,具备防水滴防尘构造。" * 5
+    a = (
+        "今天笔者从佳能经销商处了解到,这款单反相机的机身最新售价已经突破万元大关,"
+        "目前的最新售价是9850元,喜欢的朋友不要错过这个难得的购买机会。"
+    ) + spec
+    b = (
+        "每秒八张连拍加高清摄像功能,APS-C规格单反旗舰再度降价促销,"
+        "商家报价调整至10300元,距离跌破万元大关已经指日可待了!"
+    ) + spec
+    with psycopg.connect(dsn) as conn:
+        settings = conn.execute("SELECT dedup_effective_settings(NULL)").fetchone()[0]
+
+        def verdict(money: bool) -> str | None:
+            return conn.execute(
+                "SELECT dedup_facts_verdict(%s, %s, 0.15, NULL, %s, %s, 10, 10, 10, %s),"
+                " dedup_copied_body(%s, %s, 10, 10, 10, %s)",
+                [
+                    [1, 2, 3],
+                    [1, 2, 4],
+                    a,
+                    b,
+                    json.dumps({**settings, "facts_money_amounts": money}),
+                    a,
+                    b,
+                    json.dumps(settings),
+                ],
+            ).fetchone()
+
+        assert verdict(True) == ("differ", True)
+        assert verdict(False) == (None, True)

@@ -70,8 +70,9 @@ VERB_LABELS = {
 FACT_CHECKED_LAYERS = frozenset({"simhash", "containment", "minhash"})
 #: What dedup_facts_verdict's answer means, as the page says it.
 FACT_REASONS = {
-    "differ": "differ: two stories on one template (each holds facts the other lacks, or a "
-    "short templated item's numbers differ on both sides), for review",
+    "differ": "differ: two stories on one template (each holds facts the other lacks, a "
+    "templated item's numbers differ on both sides, or the two name sums of money and "
+    "none is in both), for review",
     "added": "differ: the incoming text adds many facts (another text quoting this one), "
     "for review",
     None: "agree: no reason in the facts to keep them apart",

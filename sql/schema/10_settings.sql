@@ -68,6 +68,8 @@ INSERT INTO dedup_settings (name, value, description) VALUES
   'a near-duplicate match whose shorter body has at most this many characters goes to review when each text holds a number the other lacks (one-digit numbers too): a templated item for another day, date or figure; null = off'),
  ('facts_template_masked_similarity', '0.9',
   'a near-duplicate match of longer texts (over facts_template_max_chars) goes to review when each holds a number the other lacks and, numbers masked, their clause sets have at least this Jaccard: the same page but for its figures (another day''s price over one spec sheet); null = off'),
+ ('facts_money_amounts', 'true',
+  'a near-duplicate match goes to review when both texts name sums of money (¥N, N元, N万元, N亿元, N of two or more digits) and no sum is in both: another price for one product, another amount over one template; false = off'),
  ('facts_copied_body_matched_share', '0.3',
   'for facts_copied_body_share: the share of the matched text''s own clauses a copied body must keep (the lead a copy dropped is a large part of a short text); null = facts_copied_body_share'),
  -- the semantic layer (50_semantic.sql)

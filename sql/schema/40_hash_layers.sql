@@ -323,6 +323,30 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
           FROM t, regexp_matches(t.t, '([0-9]+)\s*(月|日|号)', 'g') m) x
 $$;
 
+-- The sums of money a text names: "¥N", "N元", "N万元", "N亿元", "N万亿元"
+-- (read as the fact check reads texts, dedup_fact_text: NFKC, so "￥" is
+-- "¥" and full-width digits are digits; spaces allowed before the unit and
+-- "元", none inside N, so "T900 2250元" is 2250; thousands separators
+-- dropped, "1,280元" is "1280"; the unit kept, "3750亿"). N
+-- without a unit has two or more digits before any decimal point: "1元" or
+-- "5元" is too small a price to tell two items apart. "元旦" (New Year's
+-- Day) is not one.
+-- Two copies of one story name the same sums; two price notes for one
+-- product on one spec sheet, or two items of one template, name others
+-- (revision 0033, facts_money_amounts).
+CREATE FUNCTION dedup_text_amounts(p_text text)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    WITH m AS (
+        SELECT replace(coalesce(m[1], m[2]), ',', '') AS n, coalesce(m[3], '') AS unit
+          FROM regexp_matches(dedup_fact_text(p_text),
+                              '¥\s*([0-9][0-9,]*(?:\.[0-9]+)?)|(?<![0-9.,])([0-9][0-9,]*(?:\.[0-9]+)?)\s*(万亿|万|亿)?\s*元(?!旦)',
+                              'g') m
+    )
+    SELECT coalesce(array_agg(DISTINCT m.n || m.unit), '{}')
+      FROM m WHERE m.unit <> '' OR length(split_part(m.n, '.', 1)) >= 2
+$$;
+
 -- Does the shorter of two bodies lie whole inside the other? Both read as
 -- the fact check reads them (dedup_fact_text: NFKC, invisible characters
 -- dropped), whitespace removed; the shorter must have at least p_min
@@ -407,8 +431,15 @@ $$;
 --   day's figure, another date's poster, another actor's casting) or, longer,
 --   the two are alike once their numbers are masked (dedup_masked_similarity
 --   at least facts_template_masked_similarity: another day's price over one
---   spec sheet, whose many shared facts keep the first rule's share low).
--- Null settings turn each rule off.
+--   spec sheet, whose many shared facts keep the first rule's share low);
+-- - or both texts name sums of money and none is in both (dedup_text_amounts;
+--   facts_money_amounts): another price for one product whose note was
+--   reworded around it, which the masked similarity misses, or another
+--   amount over one template. A copied body is no exception here: a copy
+--   keeps the sums of the body it copied, so sums that all differ are in
+--   what each text says of its own (two price notes over one spec sheet,
+--   each opening with its price, read as a rewritten lead otherwise).
+-- Null settings turn each rule off (facts_money_amounts: false or null).
 CREATE FUNCTION dedup_facts_verdict(p_a integer[], p_b integer[], p_share double precision,
                                     p_added double precision, p_a_body text, p_b_body text,
                                     p_shared integer, p_a_n integer, p_b_n integer, p_settings jsonb)
@@ -441,6 +472,16 @@ BEGIN
     IF (v_both OR v_template)
        AND NOT dedup_copied_body(p_a_body, p_b_body, p_shared, p_a_n, p_b_n, p_settings) THEN
         RETURN 'differ';
+    END IF;
+    -- sums of money, none in both: a copied body does not excuse them (it
+    -- would have kept the original's sums; the ones that differ are what the
+    -- two texts report)
+    IF coalesce((p_settings ->> 'facts_money_amounts')::boolean, false) THEN
+        v_a := dedup_text_amounts(p_a_body);
+        v_b := dedup_text_amounts(p_b_body);
+        IF cardinality(v_a) > 0 AND cardinality(v_b) > 0 AND NOT v_a && v_b THEN
+            RETURN 'differ';
+        END IF;
     END IF;
     IF p_added IS NOT NULL AND dedup_facts_disagree(p_a, p_b, 2.0, p_added) THEN
         RETURN 'added';  -- a share of 2 never holds: the added rule alone
