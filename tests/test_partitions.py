@@ -83,6 +83,32 @@ def test_drop_old_days_keeps_the_window_and_ingest_runs_meanwhile(dd, dsn, sina)
     )
 
 
+def test_the_drop_command_counts_what_it_dropped_a_line_a_table(dsn, dd, sina):
+    """`dedup-pg partitions drop` prints the count, then each table's count
+    with its first and last partition: not every name on one line."""
+    from click.testing import CliRunner
+
+    from dedup_pg.cli import main
+
+    dd.set_setting("seen_at_past_days", 0)
+    old = [
+        {**{k: a[k] for k in ("id", "title", "body")}, "seen_at": NOW - timedelta(days=60 + i)}
+        for i, a in enumerate(sina[:3])
+    ]
+    list(dd.ingest_many(old))
+    parts = set().union(*(_partitions_of((NOW - timedelta(days=60 + i)).date()) for i in range(3)))
+    result = CliRunner().invoke(
+        main, ["partitions", "drop", "--older-than", "30", "--dsn", dsn], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"dropped {len(parts)} partitions"
+    days = sorted((NOW - timedelta(days=60 + i)).strftime("%Y%m%d") for i in range(3))
+    assert f"  documents: 3 (documents_p{days[0]} .. documents_p{days[-1]})" in lines
+    assert len(lines) == 1 + len({table for table, _ in parts})
+    assert sum(int(line.split(": ")[1].split(" ")[0]) for line in lines[1:]) == len(parts)
+
+
 def test_drop_refuses_all_history_unless_forced(dd):
     dd.set_setting("window_days", 0)
     with pytest.raises(ValueError, match="all history"):

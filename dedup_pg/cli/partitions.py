@@ -74,6 +74,20 @@ def partitions_drop(older_than: int, force: bool, dsn: str | None, home: str | N
 
     with open_deduper(dsn, home) as dd:
         dropped = drop_older_than(dd.conn, older_than, force=force)
-    click.echo(
-        f"dropped {len(dropped)} partitions" + (f": {', '.join(dropped)}" if dropped else "")
-    )
+    click.echo(dropped_summary(dropped))
+
+
+def dropped_summary(dropped: list[str]) -> str:
+    """ "dropped N partitions", then a line a table: how many, the first and
+    the last (names end in their first day, ``_pYYYYMMDD`` or ``_wYYYYMMDD``,
+    so they sort by day). Two years of days dropped is ~3,300 partitions: a
+    line each would bury the count."""
+    by_table: dict[str, list[str]] = {}
+    for name in dropped:
+        by_table.setdefault(name.rsplit("_", 1)[0], []).append(name)
+    lines = [f"dropped {len(dropped)} partitions"]
+    for table, names in sorted(by_table.items()):
+        names.sort(key=lambda n: n.rsplit("_", 1)[1][1:])
+        span = names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]}"
+        lines.append(f"  {table}: {len(names)} ({span})")
+    return "\n".join(lines)
