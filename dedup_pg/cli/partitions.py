@@ -78,10 +78,10 @@ def partitions_drop(older_than: int, force: bool, dsn: str | None, home: str | N
 
 
 def dropped_summary(dropped: list[str]) -> str:
-    """ "dropped N partitions", then a line a table: how many, the first and
-    the last (names end in their first day, ``_pYYYYMMDD`` or ``_wYYYYMMDD``,
-    so they sort by day). Two years of days dropped is ~3,300 partitions: a
-    line each would bury the count."""
+    """What ``partitions drop`` prints: the count, then a line a table with
+    its count and its first and last partition (names end in their first day,
+    ``_pYYYYMMDD`` or ``_wYYYYMMDD``, so they sort by day). Two years of days
+    dropped is ~3,300 partitions: a line each would bury the count."""
     by_table: dict[str, list[str]] = {}
     for name in dropped:
         by_table.setdefault(name.rsplit("_", 1)[0], []).append(name)

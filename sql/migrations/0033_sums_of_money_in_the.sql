@@ -76,7 +76,7 @@ BEGIN
     IF coalesce((p_settings ->> 'facts_money_amounts')::boolean, false) THEN
         v_a := dedup_text_amounts(p_a_body);
         v_b := dedup_text_amounts(p_b_body);
-        IF cardinality(v_a) > 0 AND cardinality(v_b) > 0 AND NOT v_a && v_b THEN
+        IF cardinality(v_a) > 0 AND cardinality(v_b) > 0 AND NOT (v_a && v_b) THEN
             RETURN 'differ';
         END IF;
     END IF;

@@ -171,8 +171,9 @@ END $$;
 -- The fact check (dedup_ingest's, dedup_facts_verdict): a near-duplicate
 -- 'duplicate' row (SimHash, containment, MinHash) whose two texts are two
 -- stories (each holds facts the other lacks, not a copied body under a
--- rewritten lead; or a short templated item's numbers) is returned as 'review', and such a row, or a 'lead' row whose texts
--- disagree so, carries "facts_disagree": true in its thresholds. A
+-- rewritten lead; or a templated item's numbers; or sums of money, none in
+-- both) is returned as 'review', and such a row, or a 'lead' row whose
+-- texts disagree so, carries "facts_disagree": true in its thresholds. A
 -- 'duplicate' or 'lead' row whose later text adds many facts (the
 -- facts_added_share rule) carries "facts_added": true: it is another story
 -- unless at least half the later text's lead clauses, which are not stored,
