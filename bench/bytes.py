@@ -15,7 +15,7 @@ the issue sets bars for, both counted that way:
   stored text's own bytes (``pg_column_size`` of title and body as stored:
   compressed where PostgreSQL compressed them; bar <= 2,500).
 
-Run from the repository root:  python bench/bytes.py [--limit N] [--output FILE]
+Run from the repository root:  python bench/bytes.py [--limit N] [--output FILE] [--set NAME=JSON]
 Writes bench/results/bytes.md (or FILE) and prints it.
 """
 
@@ -97,7 +97,15 @@ def main() -> None:
     ap.add_argument(
         "--verdicts", type=Path, default=None, help="also write each verdict as a JSON line here"
     )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="a setting for the run (e.g. containment_threshold=0.8, to compare a default)",
+    )
     args = ap.parse_args()
+    changed = {k: json.loads(v) for k, v in (x.split("=", 1) for x in args.set)}
     articles = read_jsonl(DATA / "news" / "sina2018.jsonl", args.limit)
     items = [
         {
@@ -113,6 +121,8 @@ def main() -> None:
     try:
         with Deduper(dsn) as dd:
             allow_backfill(dd)
+            for name, value in changed.items():
+                dd.set_setting(name, value)
             dd.conn.execute("VACUUM ANALYZE")
             empty_tables = {r[0]: (int(r[1]), int(r[2])) for r in dd.conn.execute(TABLES)}
             empty_indexes = {r[0]: int(r[2]) for r in dd.conn.execute(INDEXES)}
@@ -148,10 +158,11 @@ def main() -> None:
     toast_total = sum(t for _, t in tables.values())
     everything = index_total + heap_total + toast_total
     out = Report()
-    out("# Bytes per document: sina2018 with default settings")
+    sets = "".join(f" --set {x}" for x in args.set)
+    out(f"# Bytes per document: sina2018 with {'changed' if sets else 'default'} settings")
     out()
     out(
-        f"`python bench/bytes.py{f' --limit {args.limit}' if args.limit else ''}` at "
+        f"`python bench/bytes.py{f' --limit {args.limit}' if args.limit else ''}{sets}` at "
         f"{engine_revision()} (schema revision {revision}): {n:,} articles ingested in "
         f"{seconds:.0f} s, one process, a fresh embedded server; verdicts "
         + ", ".join(f"{k} {v:,}" for k, v in sorted(counts.items()))

@@ -294,7 +294,7 @@ def test_apply_writes_audited_thresholds_and_revert_puts_them_back(dd, sina):
     assert {(c.name, c.old_value, c.new_value) for c in changes} == {
         ("simhash_distance", 3, 2),
         ("simhash_review_distance", 3, 5),
-        ("containment_threshold", 0.8, 0.85),
+        ("containment_threshold", 0.7, 0.85),
         ("containment_review_threshold", 0.5, 0.45),
     }
     assert all(c.reason == "calibrate" and c.os_user == "tester" for c in changes)

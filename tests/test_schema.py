@@ -245,3 +245,34 @@ def test_refresh_and_renumber_an_unreleased_revision(tmp_path):
     script = next(p for p in moved_back if p.suffix == ".py").read_text(encoding="utf-8")
     assert f'revision = "{later}"' in script and f'down_revision = "{new}"' in script
     assert f"{later}_placeholder.sql" in script
+
+
+def test_revision_0034_moves_the_default_containment_threshold_only(template_dsn):
+    """Upgrading to 0034 sets containment_threshold 0.7 where it was the old
+    default 0.8 (recorded in the settings history), keeps a value a user chose,
+    and a downgrade puts the old default back."""
+
+    def value(dsn: str) -> float:
+        with psycopg.connect(dsn) as conn:
+            return conn.execute(
+                "SELECT value::float8 FROM dedup_settings WHERE name = 'containment_threshold'"
+            ).fetchone()[0]
+
+    with empty_database(template_dsn) as default, empty_database(template_dsn) as chosen:
+        for dsn in (default, chosen):
+            database.migrate(dsn, "0033")
+        with psycopg.connect(chosen, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE dedup_settings SET value = '0.9' WHERE name = 'containment_threshold'"
+            )
+        assert value(default) == 0.8
+        for dsn in (default, chosen):
+            database.migrate(dsn, "0034")
+        assert (value(default), value(chosen)) == (0.7, 0.9)
+        with psycopg.connect(default) as conn:
+            assert conn.execute(
+                "SELECT old_value::float8, new_value::float8, reason FROM dedup_settings_history"
+                " WHERE name = 'containment_threshold' ORDER BY change_id DESC LIMIT 1"
+            ).fetchone() == (0.8, 0.7, "migration 0034: the new default")
+        database.downgrade(default, "0033")
+        assert value(default) == 0.8

@@ -39,7 +39,7 @@ INSERT INTO dedup_settings (name, value, description) VALUES
  ('simhash_min_clause_overlap', '0.2',
   'a SimHash match between texts of 5+ clauses each that share less than this share of the smaller one''s clauses is sent to review (same vocabulary, different text)'),
  -- clause containment
- ('containment_threshold', '0.8',
+ ('containment_threshold', '0.7',
   'share of the smaller text''s clauses found in the other at or above which it is a duplicate'),
  ('containment_review_threshold', '0.5',
   'clause containment at or above which a text is queued for review'),
