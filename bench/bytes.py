@@ -28,7 +28,17 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from common import DATA, ROOT, Report, allow_backfill, engine_revision, log, read_jsonl
+from common import (
+    DATA,
+    ROOT,
+    Report,
+    add_settings_option,
+    allow_backfill,
+    engine_revision,
+    log,
+    read_jsonl,
+    settings_of,
+)
 
 from dedup_pg import Deduper, database
 
@@ -97,15 +107,9 @@ def main() -> None:
     ap.add_argument(
         "--verdicts", type=Path, default=None, help="also write each verdict as a JSON line here"
     )
-    ap.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=JSON",
-        help="a setting for the run (e.g. containment_threshold=0.8, to compare a default)",
-    )
+    add_settings_option(ap, "containment_threshold=0.8")
     args = ap.parse_args()
-    changed = {k: json.loads(v) for k, v in (x.split("=", 1) for x in args.set)}
+    changed = settings_of(args.set)
     articles = read_jsonl(DATA / "news" / "sina2018.jsonl", args.limit)
     items = [
         {

@@ -6,6 +6,7 @@ module is importable as ``common``.
 
 from __future__ import annotations
 
+import argparse
 import collections
 import json
 import os
@@ -86,6 +87,23 @@ def layer_item(row: dict, clauses: bool) -> dict:
     """A prepared row as one text of a dry-run call: its clauses kept or not (a
     ``LAYER_RUNS`` entry's last field)."""
     return {**row, "pos": 0} if clauses else {**row, "pos": 0, "clauses": [], "lead": []}
+
+
+def add_settings_option(ap: argparse.ArgumentParser, example: str) -> None:
+    """``--set NAME=JSON``, repeatable: a setting for every database of the run
+    (to measure a rule turned off, or another default). ``settings_of`` reads it."""
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help=f"a setting for every database of the run (e.g. {example})",
+    )
+
+
+def settings_of(values: list[str]) -> dict:
+    """``--set`` values as {name: value}, each value read as JSON."""
+    return {k: json.loads(v) for k, v in (x.split("=", 1) for x in values)}
 
 
 class Report:

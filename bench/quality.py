@@ -67,7 +67,16 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from common import DATA, ROOT, Report, allow_backfill, engine_revision, read_jsonl
+from common import (
+    DATA,
+    ROOT,
+    Report,
+    add_settings_option,
+    allow_backfill,
+    engine_revision,
+    read_jsonl,
+    settings_of,
+)
 
 from dedup_pg import Deduper, database
 from dedup_pg.fingerprint import Fingerprint, fingerprint
@@ -613,15 +622,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2, help="fingerprinting processes")
     ap.add_argument("--examples", type=int, default=10, help="flagged/missed examples to print")
     ap.add_argument("--output", type=Path, default=RESULTS)
-    ap.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=JSON",
-        help="a setting for every database of the run (e.g. facts_template_max_chars=null)",
-    )
+    add_settings_option(ap, "facts_template_max_chars=null")
     args = ap.parse_args(argv)
-    changed = {k: json.loads(v) for k, v in (x.split("=", 1) for x in args.set)}
+    changed = settings_of(args.set)
     t0 = time.perf_counter()
 
     articles = read_jsonl(DATA / "news" / "sina2018.jsonl")

