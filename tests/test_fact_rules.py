@@ -231,6 +231,12 @@ def test_masked_similarity_of_the_tuning_sets_long_pairs(dsn, sina_all):
         )
 
 
+def corpus_line(shared_data: Path, corpus: str, line: int) -> dict:
+    """One article of ../shared/data/news/CORPUS.jsonl, by its line (0-based)."""
+    with (shared_data / "news" / f"{corpus}.jsonl").open(encoding="utf-8") as fh:
+        return json.loads(fh.readlines()[line])
+
+
 #: A real price note (thucnews_cnews line 871, in no validation pair): a
 #: camera's spec sheet and its price, 1,067 characters.
 PRICE_NOTE_LINE = 871
@@ -243,8 +249,7 @@ def test_a_long_price_note_for_another_price_goes_to_review(template_dsn, shared
     facts share under its bar. Review with facts_template_masked_similarity
     (numbers masked, the pages are the same); merged without it, as any long
     pair was before revision 0020."""
-    with (shared_data / "news" / "thucnews_cnews.jsonl").open(encoding="utf-8") as fh:
-        note = json.loads(fh.readlines()[PRICE_NOTE_LINE])
+    note = corpus_line(shared_data, "thucnews_cnews", PRICE_NOTE_LINE)
     assert len(note["body"]) > 1000 and note["body"].count("2250") >= 3
     a = {"title": None, "body": note["body"]}
     b = {"title": None, "body": note["body"].replace("2250", "2199")}
@@ -261,8 +266,7 @@ def test_a_price_note_reworded_around_another_price_goes_to_review(template_dsn,
     (revision 0033, facts_money_amounts): 2250 and 2199 yuan, none in both.
     Review; merged with the rule off too. A copy that adds a sum of its own
     (an ad's price) but keeps the note's is still a duplicate."""
-    with (shared_data / "news" / "thucnews_cnews.jsonl").open(encoding="utf-8") as fh:
-        note = json.loads(fh.readlines()[PRICE_NOTE_LINE])
+    note = corpus_line(shared_data, "thucnews_cnews", PRICE_NOTE_LINE)
     body = note["body"]
     assert body.count("目前该机已跌至2250元") == 2
     reworded = body.replace("目前该机已跌至2250元", "商家报价调整为2199元").replace("2250", "2199")
@@ -285,18 +289,23 @@ def test_a_price_note_reworded_around_another_price_goes_to_review(template_dsn,
 def test_sums_of_money_as_the_fact_check_reads_them(dsn):
     """dedup_text_amounts: full-width digits and "￥" folded, thousands
     separators dropped, a space before "元" allowed, the unit kept; one-digit prices, other
-    currencies and "元旦" left out."""
+    currencies and "元旦" left out; an empty or missing body names none, and a
+    huge one is read whole."""
     cases = {
         "售价９８５０元,优惠后仅￥9,680": ["9680", "9850"],
         "总投资3750亿元,其中56.67亿元来自 1.6万亿元 的专项债": ["1.6万亿", "3750亿", "56.67亿"],
         "票价5元,会员1,280 元,索尼T900 2250元": ["1280", "2250"],
         "2019元旦假期,门票100美元": [],
         "全书共12.5元一册,另付6万元押金": ["12.5", "6万"],
+        "": [],
+        None: [],
+        # a huge page: every sum read once, the zero-width space inside one dropped
+        "售价9850元,仅售￥99。" * 20000 + "优惠价9\u200b680元": ["9680", "9850", "99"],
     }
     with psycopg.connect(dsn) as conn:
         for text, expected in cases.items():
             got = conn.execute("SELECT dedup_text_amounts(%s)", [text]).fetchone()[0]
-            assert sorted(got) == expected, (text, got)
+            assert sorted(got) == expected, ((text or "")[:40], got)
 
 
 def test_same_story_pairs_of_the_tuning_set_that_name_the_same_sums_stay_duplicates(
@@ -339,8 +348,7 @@ def test_another_days_bulletin_with_the_same_figures_goes_to_review(template_dsn
     set's Qinghai and Guizhou bulletins were merged so). Read with their
     unit, "18日" against "24日", each holds a date the other lacks: review.
     A copy that adds a dateline on one side only stays a duplicate."""
-    with (shared_data / "news" / "dxy_covid_short.jsonl").open(encoding="utf-8") as fh:
-        bulletin = json.loads(fh.readlines()[BULLETIN_LINE])
+    bulletin = corpus_line(shared_data, "dxy_covid_short", BULLETIN_LINE)
     body = bulletin["body"]
     assert body.count("3月18日") == 2 and "24时" in body and len(body) < 1000
     a = {"title": bulletin["title"], "body": body}
