@@ -310,10 +310,13 @@ $$;
 -- "24日" it does (revision 0030: on the validation set, templated pairs merged
 -- 31 -> 17 of 846, same-story pairs found 339 of 559 before and after; on the
 -- tuning set no verdict moved; BENCHMARKS.md).
-CREATE FUNCTION dedup_text_numbers(p_text text)
+-- dedup_folded_numbers reads a text already folded by dedup_fact_text (the
+-- fact check folds each body once for every rule that reads it: folding is
+-- most of the cost, ~180 us of ~250 for a 1,300-character body).
+CREATE FUNCTION dedup_folded_numbers(p_folded text)
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    WITH t AS (SELECT regexp_replace(dedup_fact_text(p_text), '[0-9.]+\s*$', '') AS t)
+    WITH t AS (SELECT regexp_replace(p_folded, '[0-9.]+\s*$', '') AS t)
     SELECT coalesce(array_agg(DISTINCT n), '{}') FROM (
         SELECT CASE WHEN m[1] LIKE '%.%' THEN m[1]
                     ELSE coalesce(nullif(ltrim(m[1], '0'), ''), '0') END AS n
@@ -321,6 +324,12 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         UNION ALL
         SELECT coalesce(nullif(ltrim(m[1], '0'), ''), '0') || m[2]
           FROM t, regexp_matches(t.t, '([0-9]+)\s*(月|日|号)', 'g') m) x
+$$;
+
+CREATE FUNCTION dedup_text_numbers(p_text text)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT dedup_folded_numbers(dedup_fact_text(p_text))
 $$;
 
 -- The sums of money a text names: "¥N", "N元", "N万元", "N亿元", "N万亿元"
@@ -333,18 +342,25 @@ $$;
 -- Day) is not one.
 -- Two copies of one story name the same sums; two price notes for one
 -- product on one spec sheet, or two items of one template, name others
--- (revision 0033, facts_money_amounts).
-CREATE FUNCTION dedup_text_amounts(p_text text)
+-- (revision 0033, facts_money_amounts). dedup_folded_amounts reads a text
+-- already folded by dedup_fact_text, as dedup_folded_numbers does.
+CREATE FUNCTION dedup_folded_amounts(p_folded text)
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     WITH m AS (
         SELECT replace(coalesce(m[1], m[2]), ',', '') AS n, coalesce(m[3], '') AS unit
-          FROM regexp_matches(dedup_fact_text(p_text),
+          FROM regexp_matches(p_folded,
                               '¥\s*([0-9][0-9,]*(?:\.[0-9]+)?)|(?<![0-9.,])([0-9][0-9,]*(?:\.[0-9]+)?)\s*(万亿|万|亿)?\s*元(?!旦)',
                               'g') m
     )
     SELECT coalesce(array_agg(DISTINCT m.n || m.unit), '{}')
       FROM m WHERE m.unit <> '' OR length(split_part(m.n, '.', 1)) >= 2
+$$;
+
+CREATE FUNCTION dedup_text_amounts(p_text text)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT dedup_folded_amounts(dedup_fact_text(p_text))
 $$;
 
 -- Does the shorter of two bodies lie whole inside the other? Both read as
@@ -401,13 +417,15 @@ $$;
 -- sides: 0.35-0.77, and 0.86 for bench/quality.py's recrawl of a story whose
 -- later version dropped a figure, ad script numbers on the other side; its
 -- long templates: 0.82 and 1.0).
-CREATE FUNCTION dedup_masked_similarity(p_a text, p_b text)
+-- (dedup_folded_masked_similarity reads texts already folded by
+-- dedup_fact_text, as dedup_folded_numbers does.)
+CREATE FUNCTION dedup_folded_masked_similarity(p_fa text, p_fb text)
 RETURNS double precision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     WITH m AS (
-        SELECT regexp_replace(regexp_replace(dedup_fact_text(p_a), '[ \t\r\f\v]+', '', 'g'),
+        SELECT regexp_replace(regexp_replace(p_fa, '[ \t\r\f\v]+', '', 'g'),
                               '[0-9]+(\.[0-9]+)?', '#', 'g') AS a,
-               regexp_replace(regexp_replace(dedup_fact_text(p_b), '[ \t\r\f\v]+', '', 'g'),
+               regexp_replace(regexp_replace(p_fb, '[ \t\r\f\v]+', '', 'g'),
                               '[0-9]+(\.[0-9]+)?', '#', 'g') AS b
     ), ca AS (
         SELECT DISTINCT c FROM m, regexp_split_to_table(m.a, '[。!?;,:\n]') c WHERE length(c) >= 8
@@ -416,6 +434,12 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     )
     SELECT coalesce((SELECT count(*) FROM ca JOIN cb USING (c))::double precision
                     / nullif((SELECT count(*) FROM (SELECT c FROM ca UNION SELECT c FROM cb) u), 0), 0)
+$$;
+
+CREATE FUNCTION dedup_masked_similarity(p_a text, p_b text)
+RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT dedup_folded_masked_similarity(dedup_fact_text(p_a), dedup_fact_text(p_b))
 $$;
 
 -- The fact check of a near-duplicate match (dedup_ingest's, and the
@@ -452,6 +476,8 @@ DECLARE
     v_template boolean := false;
     v_a text[];
     v_b text[];
+    v_fa text;  -- the bodies as the number, masked-similarity and money
+    v_fb text;  -- rules read them (dedup_fact_text), folded once for all
 BEGIN
     IF p_share IS NULL OR p_a IS NULL OR p_b IS NULL THEN
         RETURN NULL;
@@ -459,14 +485,16 @@ BEGIN
     v_both := dedup_facts_disagree(p_a, p_b, p_share, NULL);
     IF (v_max_chars IS NOT NULL AND least(length(p_a_body), length(p_b_body)) <= v_max_chars)
        OR v_masked IS NOT NULL THEN
-        v_a := dedup_text_numbers(p_a_body);
-        v_b := dedup_text_numbers(p_b_body);
+        v_fa := dedup_fact_text(p_a_body);
+        v_fb := dedup_fact_text(p_b_body);
+        v_a := dedup_folded_numbers(v_fa);
+        v_b := dedup_folded_numbers(v_fb);
         v_template := EXISTS (SELECT unnest(v_a) EXCEPT SELECT unnest(v_b))
                       AND EXISTS (SELECT unnest(v_b) EXCEPT SELECT unnest(v_a));
         IF v_template AND NOT coalesce(least(length(p_a_body), length(p_b_body)) <= v_max_chars, false) THEN
             -- longer than the short rule's cap (or that rule off): only when
             -- the texts are the same but for their numbers
-            v_template := dedup_masked_similarity(p_a_body, p_b_body) >= v_masked;
+            v_template := dedup_folded_masked_similarity(v_fa, v_fb) >= v_masked;
         END IF;
     END IF;
     IF (v_both OR v_template)
@@ -477,8 +505,12 @@ BEGIN
     -- would have kept the original's sums; the ones that differ are what the
     -- two texts report)
     IF coalesce((p_settings ->> 'facts_money_amounts')::boolean, false) THEN
-        v_a := dedup_text_amounts(p_a_body);
-        v_b := dedup_text_amounts(p_b_body);
+        IF v_fa IS NULL THEN  -- the number rules off
+            v_fa := dedup_fact_text(p_a_body);
+            v_fb := dedup_fact_text(p_b_body);
+        END IF;
+        v_a := dedup_folded_amounts(v_fa);
+        v_b := dedup_folded_amounts(v_fb);
         IF cardinality(v_a) > 0 AND cardinality(v_b) > 0 AND NOT (v_a && v_b) THEN
             RETURN 'differ';
         END IF;
