@@ -419,6 +419,40 @@ def test_a_semantic_duplicate_delivered_again_is_answered_and_not_recounted(sdd,
     assert counts() == before
 
 
+def test_a_hash_review_the_embedding_calls_a_duplicate_keeps_the_text(sdd, sina_all):
+    """A real tuning pair (Sina and ETtoday on Raymond Chow's death, the middle
+    sections differing): the hash layers send the second to review (their
+    review of it is recorded first), the embedding calls it a duplicate of the
+    first. Before revision 0036 the semantic layer took that review, the same
+    item against the same document, for an earlier delivery: it deleted the
+    item's document and review and answered "redelivery" with the id of the
+    deleted candidate, so the text was lost. A second delivery is one."""
+    by_id = {d["id"]: d for d in sina_all}
+    a, b = by_id["sina18-a54f2942ec3d"], by_id["sina18-52d4d0f817ef"]
+    sdd.set_setting("semantic_mode", "gated")
+    sdd.ingest({"id": "a", "title": a["title"], "body": a["body"]})
+    item = {"id": "b", "title": b["title"], "body": b["body"]}
+    v = sdd.ingest_batch([item])[0]
+    assert (v.verdict, v.layer, v.matched_id) == ("duplicate", "semantic", "a"), v
+    kept = sdd.conn.execute(
+        "SELECT status, layer, external_id, body FROM duplicate_candidates WHERE candidate_id = %s",
+        [v.candidate_id],
+    ).fetchone()
+    assert kept == ("auto", "semantic", "b", b["body"])
+    assert sdd.conn.execute(
+        "SELECT verdict, layer, candidate_id FROM document_sightings WHERE external_id = 'b'"
+    ).fetchall() == [("duplicate", "semantic", v.candidate_id)]
+    assert sdd.conn.execute("SELECT count(*) FROM documents").fetchone() == (1,)
+
+    again = sdd.ingest_batch([item])[0]
+    assert (again.verdict, again.layer, again.candidate_id) == (
+        "duplicate",
+        "redelivery",
+        v.candidate_id,
+    )
+    assert sdd.conn.execute("SELECT count(*) FROM duplicate_candidates").fetchone() == (1,)
+
+
 def _knn_plan(conn, model) -> str:
     """The plan of the model's nearest-neighbour statement (dedup_model_knn_sql),
     sequential scans off: it names the index the statement can use."""

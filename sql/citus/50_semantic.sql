@@ -2,7 +2,7 @@
 -- Citus coordinator can plan it; only the statements marked "Citus:" differ
 -- (tests/test_citus_schema.py: the checksum is the single-node definition's).
 
--- from sql/schema/50_semantic.sql dedup_ingest_semantic: sha256 b50cf96d31094534
+-- from sql/schema/50_semantic.sql dedup_ingest_semantic: sha256 7c6e777b5d63c972
 CREATE OR REPLACE FUNCTION dedup_ingest_semantic(p_items jsonb, p_stored jsonb, p_model_id smallint,
                                       p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
@@ -172,6 +172,13 @@ BEGIN
               FROM documents d WHERE d.doc_id = v_best.doc_id AND d.seen_at = v_best.seen_at;
             v_again := dedup_redelivered(v_json ->> 'external_id', v_json ->> 'source', v_sha1,
                                          v_best.doc_id, v_lo, v_hi);
+            IF v_again = candidate_id THEN
+                -- the hash layers' review of this very item, recorded by
+                -- dedup_ingest a statement ago against the same document: not
+                -- an earlier delivery (before revision 0036 it was taken for
+                -- one, and the item's document and review were deleted)
+                v_again := NULL;
+            END IF;
             IF v_again IS NOT NULL THEN
                 -- a re-delivery (60_ingest.sql): recorded as this duplicate
                 -- before; what the hash layers stored of it just now goes
