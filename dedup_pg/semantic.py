@@ -433,6 +433,8 @@ class SemanticLayer:
                 content_type=p.get("content_type"),
                 sha1=p["sha1"],
                 text=f"{p['title']}\n{p['body']}" if p["title"] else p["body"],
+                body=p["body"],  # with facts: dedup_semantic_agrees' fact check
+                facts=p["facts"],
                 embedding=vector_text(vectors[r.pos]),
             )
             if r.neighbours is not None:

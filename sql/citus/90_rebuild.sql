@@ -287,7 +287,7 @@ BEGIN
       FROM checked c;
 END $$;
 
--- from sql/schema/90_rebuild.sql dedup_rebuild_vector_pairs: sha256 d903838ee5ed8d08
+-- from sql/schema/90_rebuild.sql dedup_rebuild_vector_pairs: sha256 0ffad820cfbd117e
 CREATE OR REPLACE FUNCTION dedup_rebuild_vector_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
                verdict text, layer text, score double precision, distance integer, thresholds jsonb)
@@ -366,7 +366,8 @@ BEGIN
         ), judged AS (
             SELECT p.*, a.content_sha1 AS a_sha1, b.content_sha1 AS b_sha1,
                    coalesce(src.content_type, $5 ->> 'content_type') AS ct,
-                   concat_ws(E'\n', a.title, a.body) AS a_text, concat_ws(E'\n', b.title, b.body) AS b_text
+                   concat_ws(E'\n', a.title, a.body) AS a_text, concat_ws(E'\n', b.title, b.body) AS b_text,
+                   a.body AS a_body, b.body AS b_body, a.facts AS a_facts, b.facts AS b_facts
               FROM pairs p
               JOIN dedup_rb_vdocs a ON a.doc_id = p.a_id AND a.seen_at = p.a_seen  -- Citus: read above
               JOIN dedup_rb_vdocs b ON b.doc_id = p.b_id AND b.seen_at = p.b_seen
@@ -384,13 +385,13 @@ BEGIN
         )
         SELECT t.a_id, t.a_seen, t.b_id, t.b_seen,
                CASE WHEN t.cos >= t.dup
-                     AND dedup_number_overlap(dedup_numbers(t.a_text), dedup_numbers(t.b_text))
-                         >= ($5 ->> 'semantic_min_number_overlap')::double precision
+                     AND dedup_semantic_agrees(t.a_text, t.b_text, t.a_body, t.b_body, t.a_facts, t.b_facts, $5)
                     THEN 'duplicate' ELSE 'review' END,
                'semantic', t.cos::double precision, NULL::integer,
                jsonb_build_object('model', $7::text, 'content_type', t.ct, 'semantic_duplicate', t.dup,
                                   'semantic_review', t.review,
                                   'semantic_min_number_overlap', $5 -> 'semantic_min_number_overlap',
+                                  'facts_disagreement_share', $5 -> 'facts_disagreement_share',
                                   'window_days', $5 -> 'window_days')
           FROM thr t
          WHERE t.cos >= t.review

@@ -57,7 +57,7 @@ INSERT INTO dedup_settings (name, value, description) VALUES
  ('minhash_review_threshold', '0.4',
   'estimated 5-gram Jaccard at or above which a text is queued for review'),
  ('facts_disagreement_share', '0.15',
-  'a near-duplicate match (simhash, containment, minhash) goes to review instead of duplicate when each text holds facts (numbers, proper names) the other lacks, at least this share of its own facts; null = no fact check'),
+  'a near-duplicate match (simhash, containment, minhash, semantic) goes to review instead of duplicate when each text holds facts (numbers, proper names) the other lacks, at least this share of its own facts; null = no fact check'),
  ('facts_added_share', '0.3',
   'a near-duplicate match also goes to review when the incoming text adds at least 10 facts the matched one lacks and at least this share of its own: a new text quoting or appending an old one; null = not checked'),
  ('facts_copied_body_share', '0.6',
@@ -88,7 +88,7 @@ INSERT INTO dedup_settings (name, value, description) VALUES
  ('semantic_review', 'null',
   'cosine at or above which a text is queued for review; null = the active model''s threshold for the content type'),
  ('semantic_min_number_overlap', '0.8',
-  'a semantic match whose texts share less than this share of the smaller one''s distinct numbers (dates, counts, scores) goes to review, not duplicate: template articles (daily figures, match reports) read alike but differ in their numbers'),
+  'a semantic match whose texts share less than this share of the smaller one''s distinct numbers (dates, counts, scores) goes to review, not duplicate: template articles (daily figures, match reports) read alike but differ in their numbers; a semantic duplicate must also pass the fact check (facts_disagreement_share)'),
  ('content_type', '"news"',
   'content type of texts whose source has none (dedup_sources) and whose item names none: picks the semantic thresholds (news, product, comment, ...)'),
  -- normalization (read by Python; they change fingerprints, so they are per

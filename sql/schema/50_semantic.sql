@@ -58,6 +58,31 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                      / least(cardinality(p_a), cardinality(p_b)) END
 $$;
 
+-- Is a semantic match at or above the duplicate cosine a duplicate (else a
+-- review)? p_a is the incoming text, p_b the stored one: the texts (title and
+-- body), the bodies and the fact keys. Two checks, both must pass:
+-- - the texts share most of their numbers (semantic_min_number_overlap of the
+--   smaller set; null: never a duplicate);
+-- - the hash layers' fact check (dedup_facts_verdict, facts_disagreement_share
+--   and the template and money rules) does not find two stories: an embedding
+--   reads another day's bulletin, another casting or another price over one
+--   template as the same text, as the hash layers do.
+-- The fact check's copied-body exception and added-facts rule are left out:
+-- a copy that keeps most of a body whole is the hash layers' to find (they
+-- apply both), and the semantic layer judges texts they did not find as
+-- copies. Before revision 0037 only the numbers were checked: on
+-- bench/validation.py's validation set, gated mode merged 61 of 846 template
+-- pairs where the default (hash layers) merged 8 (BENCHMARKS.md).
+CREATE FUNCTION dedup_semantic_agrees(p_a_text text, p_b_text text, p_a_body text, p_b_body text,
+                                      p_a_facts integer[], p_b_facts integer[], p_settings jsonb)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT coalesce(dedup_number_overlap(dedup_numbers(p_a_text), dedup_numbers(p_b_text))
+                        >= (p_settings ->> 'semantic_min_number_overlap')::double precision, false)
+       AND dedup_facts_verdict(p_a_facts, p_b_facts, (p_settings ->> 'facts_disagreement_share')::double precision,
+                               NULL, p_a_body, p_b_body, NULL, NULL, NULL, p_settings) IS NULL
+$$;
+
 -- The HNSW index of one model, over every day partition of document_embeddings.
 CREATE FUNCTION dedup_model_index_name(p_model_id smallint)
 RETURNS text
@@ -166,7 +191,7 @@ DECLARE
     v_sha1 bytea;
     v_best record;
     v_thresholds jsonb;
-    v_numbers double precision;
+    v_agrees boolean;
 BEGIN
     SELECT * INTO v_model FROM embedding_models m WHERE m.status = 'active';
     IF NOT FOUND THEN
@@ -233,6 +258,7 @@ BEGIN
         v_thresholds := jsonb_build_object('model', v_model.name, 'content_type', v_ct,
                                            'semantic_duplicate', v_dup, 'semantic_review', v_review,
                                            'semantic_min_number_overlap', v_settings -> 'semantic_min_number_overlap',
+                                           'facts_disagreement_share', v_settings -> 'facts_disagreement_share',
                                            'window_days', v_settings -> 'window_days');
 
         IF jsonb_typeof(v_json -> 'neighbours') = 'array' THEN
@@ -273,13 +299,15 @@ BEGIN
                     (v_settings ->> 'semantic_rerank')::integer;
         END IF;
 
+        v_agrees := false;
         IF v_best.doc_id IS NOT NULL AND v_best.cos >= v_dup THEN
-            SELECT dedup_number_overlap(dedup_numbers(v_json ->> 'text'), dedup_numbers(concat_ws(E'\n', d.title, d.body)))
-              INTO v_numbers
+            SELECT dedup_semantic_agrees(v_json ->> 'text', concat_ws(E'\n', d.title, d.body),
+                                         v_json ->> 'body', d.body, (v_json ->> 'facts')::integer[], d.facts,
+                                         v_settings)
+              INTO v_agrees
               FROM documents d WHERE d.doc_id = v_best.doc_id AND d.seen_at = v_best.seen_at;
         END IF;
-        IF v_best.doc_id IS NOT NULL AND v_best.cos >= v_dup
-           AND v_numbers >= (v_settings ->> 'semantic_min_number_overlap')::double precision THEN
+        IF v_best.doc_id IS NOT NULL AND v_best.cos >= v_dup AND v_agrees THEN
             verdict := 'duplicate'; layer := 'semantic'; score := v_best.cos; distance := NULL;
             matched_doc_id := v_best.doc_id; doc_id := NULL;
             SELECT d.external_id INTO matched_external_id
@@ -309,7 +337,7 @@ BEGIN
                                                       v_best.seen_at, 'semantic', v_best.cos, v_thresholds);
             END IF;
         ELSIF v_best.doc_id IS NOT NULL AND v_best.cos >= v_review AND verdict = 'new' THEN
-            -- (or a duplicate by cosine whose numbers differ)
+            -- (or a duplicate by cosine that dedup_semantic_agrees turned down)
             verdict := 'review'; layer := 'semantic'; score := v_best.cos; distance := NULL;
             matched_doc_id := v_best.doc_id;
             SELECT d.external_id INTO matched_external_id

@@ -12,8 +12,8 @@
 -- The rebuild applies dedup_ingest's rules: dedup_rebuild_pairs forms exact,
 -- SimHash, containment and MinHash pairs and applies the fact check to every
 -- near-duplicate 'duplicate' and 'lead' row. dedup_rebuild_vector_pairs checks
--- numbers, not facts, as streaming's semantic layer (dedup_ingest_semantic)
--- does.
+-- a semantic duplicate as streaming's semantic layer (dedup_ingest_semantic)
+-- does: dedup_semantic_agrees (numbers and facts).
 
 -- One row per rebuild or re-fingerprint run: progress (the last document done,
 -- in (seen_at, doc_id) order), so an interrupted run resumes where it stopped.
@@ -442,7 +442,7 @@ COMMENT ON FUNCTION dedup_rebuild_pairs(timestamptz, jsonb) IS
 -- Semantic pairs: each document's p_k nearest stored vectors of the active
 -- model (its HNSW index, dedup_model_knn_sql) within the window, at or above the review cosine of
 -- the later document's content type; duplicate when at or above the duplicate
--- cosine and the numbers agree (dedup_ingest_semantic's rules).
+-- cosine and dedup_semantic_agrees (dedup_ingest_semantic's rules).
 CREATE FUNCTION dedup_rebuild_vector_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
                verdict text, layer text, score double precision, distance integer, thresholds jsonb)
@@ -487,7 +487,8 @@ BEGIN
         ), judged AS (
             SELECT p.*, a.content_sha1 AS a_sha1, b.content_sha1 AS b_sha1,
                    coalesce(src.content_type, $5 ->> 'content_type') AS ct,
-                   concat_ws(E'\n', a.title, a.body) AS a_text, concat_ws(E'\n', b.title, b.body) AS b_text
+                   concat_ws(E'\n', a.title, a.body) AS a_text, concat_ws(E'\n', b.title, b.body) AS b_text,
+                   a.body AS a_body, b.body AS b_body, a.facts AS a_facts, b.facts AS b_facts
               FROM pairs p
               JOIN documents a ON a.doc_id = p.a_id AND a.seen_at = p.a_seen
               JOIN documents b ON b.doc_id = p.b_id AND b.seen_at = p.b_seen
@@ -505,13 +506,13 @@ BEGIN
         )
         SELECT t.a_id, t.a_seen, t.b_id, t.b_seen,
                CASE WHEN t.cos >= t.dup
-                     AND dedup_number_overlap(dedup_numbers(t.a_text), dedup_numbers(t.b_text))
-                         >= ($5 ->> 'semantic_min_number_overlap')::double precision
+                     AND dedup_semantic_agrees(t.a_text, t.b_text, t.a_body, t.b_body, t.a_facts, t.b_facts, $5)
                     THEN 'duplicate' ELSE 'review' END,
                'semantic', t.cos::double precision, NULL::integer,
                jsonb_build_object('model', $7::text, 'content_type', t.ct, 'semantic_duplicate', t.dup,
                                   'semantic_review', t.review,
                                   'semantic_min_number_overlap', $5 -> 'semantic_min_number_overlap',
+                                  'facts_disagreement_share', $5 -> 'facts_disagreement_share',
                                   'window_days', $5 -> 'window_days')
           FROM thr t
          WHERE t.cos >= t.review
