@@ -348,7 +348,7 @@ BEGIN
     END LOOP;
     v_docs := ARRAY(SELECT n.doc_id FROM dedup_rb_near n UNION SELECT n.other_id FROM dedup_rb_near n);
     CREATE TEMP TABLE dedup_rb_vdocs ON COMMIT DROP AS
-    SELECT d.doc_id, d.seen_at, d.content_sha1, d.title, d.body, d.source FROM documents d
+    SELECT d.doc_id, d.seen_at, d.content_sha1, d.title, d.body, d.source, d.facts FROM documents d
      WHERE d.doc_id = ANY (v_docs) AND d.seen_at >= v_from;
     RETURN QUERY EXECUTE format($q$
         WITH near AS (
