@@ -11,7 +11,9 @@ still being compared against. A week partition goes once all seven of its days
 are older than the cutoff. ``document_digests`` (the exact layer, one table
 across all days) loses the digests of the dropped days in the same run: they
 are older than any window and would otherwise stay until a new arrival of the
-same text took one over, so the table would grow without bound.
+same text took one over, so the table would grow without bound. Before any day
+goes, an exact copy kept in a later day whose text is a dropped document's
+(its body is NULL: the text was that document's) gets the text.
 """
 
 from __future__ import annotations
@@ -85,6 +87,11 @@ def drop_older_than(
         if database.is_citus(conn)
         else "ALTER TABLE {} DETACH PARTITION {} CONCURRENTLY"
     )
+    # (the cutoff as a UTC midnight, not a date: a date compared with seen_at is
+    # cast in the session's time zone, a STABLE cast Citus refuses in a DELETE)
+    midnight = datetime.combine(cutoff, datetime.min.time(), tzinfo=timezone.utc)
+    # exact copies kept in later days whose text is a dropped document's get it
+    conn.execute(queries()["keep_texts_of_days"], {"cutoff": midnight})
     dropped = []
     for part in sorted(list_partitions(conn), key=lambda p: (p.day, p.table)):
         if part.last_day >= cutoff:
@@ -95,8 +102,5 @@ def drop_older_than(
         dropped.append(part.name)
     # every day before the cutoff is gone now: so are their documents' digests
     # (one statement, one scan; a digest taken over since is younger and stays)
-    # (the cutoff as a UTC midnight, not a date: a date compared with seen_at is
-    # cast in the session's time zone, a STABLE cast Citus refuses in a DELETE)
-    midnight = datetime.combine(cutoff, datetime.min.time(), tzinfo=timezone.utc)
     conn.execute(queries()["drop_old_digests"], {"cutoff": midnight})
     return dropped

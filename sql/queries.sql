@@ -304,6 +304,10 @@ SELECT count(*) FROM documents;
 SELECT table_name, day, partition_name, approx_rows, bytes, last_day
   FROM dedup_partitions ORDER BY day, table_name;
 
+-- name: keep_texts_of_days
+-- Retention (dedup_pg/partitions.py), before any day is dropped.
+SELECT dedup_keep_texts_of_days(%(cutoff)s);
+
 -- name: drop_old_digests
 -- Retention (dedup_pg/partitions.py): the digests of the days just dropped.
 DELETE FROM document_digests g WHERE g.seen_at < %(cutoff)s;

@@ -83,6 +83,33 @@ def test_drop_old_days_keeps_the_window_and_ingest_runs_meanwhile(dd, dsn, sina)
     )
 
 
+def test_a_kept_exact_copy_keeps_its_text_when_its_originals_day_is_dropped(dd, sina):
+    """An exact copy is kept as a candidate whose text is its original's (body
+    NULL). Dropping the original's day keeps the copy's day: before revision
+    0038 the copy was left without a text, and restoring it failed."""
+    dd.set_setting("seen_at_past_days", 0)
+    a = sina[7]
+    first = {"id": "first", "title": a["title"], "body": a["body"], "seen_at": NOW - timedelta(40)}
+    copy = {**first, "id": "copy", "source": "elsewhere", "seen_at": NOW - timedelta(35)}
+    list(dd.ingest_many([first]))
+    v = dd.ingest(copy)
+    assert (v.verdict, v.layer) == ("duplicate", "exact")
+    body = "SELECT body FROM duplicate_candidates WHERE candidate_id = %s"
+    assert dd.conn.execute(body, [v.candidate_id]).fetchone() == (None,)  # by reference
+
+    dropped = drop_older_than(dd.conn, 38)
+    assert any(name.startswith("documents_p") for name in dropped)
+    assert dd.conn.execute("SELECT count(*) FROM documents").fetchone() == (0,)
+    assert dd.conn.execute(body, [v.candidate_id]).fetchone() == (a["body"],)
+    restored = dd.conn.execute(
+        "SELECT doc_id FROM restore_candidate(%s, 'still wanted')", [v.candidate_id]
+    ).fetchone()
+    dd.conn.commit()
+    assert dd.conn.execute(
+        "SELECT external_id, body FROM documents WHERE doc_id = %s", [restored[0]]
+    ).fetchone() == ("copy", a["body"])
+
+
 def test_the_drop_command_counts_what_it_dropped_a_line_a_table(dsn, dd, sina):
     """`dedup-pg partitions drop` prints the count, then each table's count
     with its first and last partition: not every name on one line."""

@@ -193,6 +193,37 @@ def test_pending_review_dismiss_and_confirm(dd, sina):
     )
 
 
+@pytest.mark.parametrize("verb", ["confirm", "reopen as auto"])
+def test_a_reviews_exact_copies_keep_their_text_when_its_document_goes(dd, sina, verb):
+    """Exact copies of a text kept for review are recorded against its document,
+    their text by reference. Confirming the review (or reopening it as an
+    automatic duplicate, the review page's undo) removes that document: before
+    revision 0038 the copies were left without a text and could not be restored."""
+    dd.set_setting("containment_threshold", 0.99)
+    dd.set_setting("simhash_distance", 0)
+    dd.ingest(_doc(sina, 10))
+    clauses = sina[10]["body"].split("，")
+    partial = "，".join(clauses[: len(clauses) * 3 // 4]) + "，" + sina[500]["body"][:300]
+    review = dd.ingest({"id": "partial", "title": sina[10]["title"], "body": partial})
+    assert review.verdict == "review" and review.doc_id
+    copy = dd.ingest(
+        {"id": "copy", "title": sina[10]["title"], "body": partial, "source": "copier"}
+    )
+    assert (copy.verdict, copy.layer, copy.matched_doc_id) == ("duplicate", "exact", review.doc_id)
+    body = "SELECT body FROM duplicate_candidates WHERE candidate_id = %s"
+    assert _count(dd, body, copy.candidate_id) is None  # the review document's text
+
+    if verb == "confirm":
+        assert _call(dd, "confirm", review.candidate_id)[1:3] == ("confirmed", None)
+    else:
+        dd.conn.execute("SELECT reopen_candidate(%s, 'auto')", [review.candidate_id])
+    assert _count(dd, "SELECT count(*) FROM documents WHERE doc_id = %s", review.doc_id) == 0
+    assert _count(dd, body, copy.candidate_id) == partial
+    row = _call(dd, "restore", copy.candidate_id, "wanted after all")
+    assert row[1] == "restored"
+    assert _count(dd, "SELECT body FROM documents WHERE doc_id = %s", row[2]) == partial
+
+
 def test_confirm_an_automatic_duplicate_and_wrong_verbs(dd, sina):
     _, copy = _near_copy(dd, sina, 4)
     assert _call(dd, "confirm", copy.candidate_id, "agreed")[1] == "confirmed"

@@ -63,6 +63,33 @@ END $$;
 COMMENT ON FUNCTION dedup_ensure_partitions(date, date) IS
     'Create missing day partitions (UTC days) of documents, document_clauses, document_sightings and duplicate_candidates.';
 
+-- Retention, before the days older than p_cutoff are dropped: an exact copy
+-- kept in a later day whose text is its matched document's (body NULL) gets
+-- that text, or dropping the document's day would take it from a candidate
+-- that stays (dedup_pg.partitions calls this first; also before revision 0038
+-- it did not). One row at a time, each by its keys, so that Citus routes
+-- every statement. Returns how many candidates got their text.
+CREATE FUNCTION dedup_keep_texts_of_days(p_cutoff timestamptz)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+    v_body text;
+    v_n integer := 0;
+BEGIN
+    FOR r IN SELECT c.candidate_id, c.seen_at, c.matched_doc_id, c.matched_seen_at
+               FROM duplicate_candidates c
+              WHERE c.body IS NULL AND c.seen_at >= p_cutoff AND c.matched_seen_at < p_cutoff LOOP
+        SELECT d.body INTO v_body FROM documents d
+         WHERE d.doc_id = r.matched_doc_id AND d.seen_at = r.matched_seen_at;
+        CONTINUE WHEN v_body IS NULL;
+        UPDATE duplicate_candidates c SET body = v_body
+         WHERE c.candidate_id = r.candidate_id AND c.seen_at = r.seen_at;
+        v_n := v_n + 1;
+    END LOOP;
+    RETURN v_n;
+END $$;
+
 -- Partitions with the days they hold: "_pYYYYMMDD" is one day, "_wYYYYMMDD" the
 -- week starting that Monday. day = the first day, last_day = the last one.
 CREATE VIEW dedup_partitions AS

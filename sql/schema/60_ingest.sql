@@ -71,10 +71,17 @@ LANGUAGE sql AS $$
 $$;
 
 -- Remove a stored document's rows from the per-document tables (not its
--- sightings or candidates): a document turned back into a candidate.
+-- sightings or candidates): a document turned back into a candidate. An exact
+-- copy recorded against it holds its text by reference (a candidate whose
+-- body is NULL: the text is the matched document's); each gets the text first.
+-- Before revision 0038 confirm_candidate() and reopen_candidate(..., 'auto')
+-- removed a review's document and left its exact copies without a text.
 CREATE FUNCTION dedup_remove_document(p_doc_id bigint, p_seen_at timestamptz)
 RETURNS void
 LANGUAGE sql AS $$
+    UPDATE duplicate_candidates c
+       SET body = (SELECT d.body FROM documents d WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at)
+     WHERE c.matched_doc_id = p_doc_id AND c.matched_seen_at = p_seen_at AND c.body IS NULL;
     DELETE FROM document_clauses c WHERE c.doc_id = p_doc_id AND c.seen_at = p_seen_at;
     DELETE FROM document_minhash_bands b WHERE b.doc_id = p_doc_id AND b.seen_at = p_seen_at;
     DELETE FROM document_simhash_bands b WHERE b.doc_id = p_doc_id AND b.seen_at = p_seen_at;
