@@ -66,9 +66,9 @@ COMMENT ON FUNCTION dedup_ensure_partitions(date, date) IS
 -- Retention, before the days older than p_cutoff are dropped: an exact copy
 -- kept in a later day whose text is its matched document's (body NULL) gets
 -- that text, or dropping the document's day would take it from a candidate
--- that stays (dedup_pg.partitions calls this first; also before revision 0038
--- it did not). One row at a time, each by its keys, so that Citus routes
--- every statement. Returns how many candidates got their text.
+-- that stays (dedup_pg.partitions calls it before dropping any day; before
+-- revision 0038 nothing did). One row at a time, each by its keys, so that
+-- Citus routes every statement. Returns how many candidates got their text.
 CREATE FUNCTION dedup_keep_texts_of_days(p_cutoff timestamptz)
 RETURNS integer
 LANGUAGE plpgsql AS $$
