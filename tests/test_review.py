@@ -147,7 +147,9 @@ def test_restore_a_semantic_layer_candidate(dd, sina):
     assert row[1] == "restored" and row[2] is not None
 
 
-def test_pending_review_dismiss_and_confirm(dd, sina):
+def _pending_review(dd, sina):
+    """A text kept for review: three quarters of an article's clauses and a
+    stretch of another (containment duplicates only at 0.99). (verdict, text)"""
     dd.set_setting("containment_threshold", 0.99)
     dd.set_setting("simhash_distance", 0)
     dd.ingest(_doc(sina, 10))
@@ -155,6 +157,11 @@ def test_pending_review_dismiss_and_confirm(dd, sina):
     partial = "，".join(clauses[: len(clauses) * 3 // 4]) + "，" + sina[500]["body"][:300]
     review = dd.ingest({"id": "partial", "title": sina[10]["title"], "body": partial})
     assert review.verdict == "review" and review.doc_id
+    return review, partial
+
+
+def test_pending_review_dismiss_and_confirm(dd, sina):
+    review, _ = _pending_review(dd, sina)
     # restore does not apply to a pending review: it is already kept
     with pytest.raises(psycopg.errors.RaiseException, match="is pending review"):
         _call(dd, "restore", review.candidate_id)
@@ -199,13 +206,7 @@ def test_a_reviews_exact_copies_keep_their_text_when_its_document_goes(dd, sina,
     their text by reference. Confirming the review (or reopening it as an
     automatic duplicate, the review page's undo) removes that document: before
     revision 0038 the copies were left without a text and could not be restored."""
-    dd.set_setting("containment_threshold", 0.99)
-    dd.set_setting("simhash_distance", 0)
-    dd.ingest(_doc(sina, 10))
-    clauses = sina[10]["body"].split("，")
-    partial = "，".join(clauses[: len(clauses) * 3 // 4]) + "，" + sina[500]["body"][:300]
-    review = dd.ingest({"id": "partial", "title": sina[10]["title"], "body": partial})
-    assert review.verdict == "review" and review.doc_id
+    review, partial = _pending_review(dd, sina)
     copy = dd.ingest(
         {"id": "copy", "title": sina[10]["title"], "body": partial, "source": "copier"}
     )
