@@ -145,21 +145,55 @@ def signature(key: str) -> list[int] | None:
     return low.astype(np.uint16).view(np.int16).tolist()
 
 
+def vector_multiplies() -> bool:
+    """Whether this CPU multiplies 64-bit integers in vector registers
+    (x86 AVX-512 DQ and VL: ``vpmullq``, ``vpminuq``), so that numba's loop over
+    the minimums is vectorized: 0.37 -> 0.06 ms a sina2018 signature (5-grams
+    included) on an Intel Xeon with them, against 0.55-0.59 -> 0.37-0.49 on a
+    Zen 1 EPYC without them (BENCHMARKS.md, "Fingerprinting"). Read from
+    ``/proc/cpuinfo`` (Linux); False where that cannot tell."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return {"avx512dq", "avx512vl"} <= flags
+    except OSError:
+        pass
+    return False
+
+
+def _compile_after() -> int:
+    value = os.environ.get("DEDUP_PG_MINHASH_COMPILE_AFTER")
+    if value is not None:
+        return int(value)
+    return 1_200 if vector_multiplies() else 4_000
+
+
 #: Signatures a process makes with numpy's kernels before it loads numba's
 #: (``DEDUP_PG_MINHASH_COMPILE_AFTER``; negative: never). Loading numba costs
-#: 0.4-0.7 s once (its import, LLVM, the cached machine code) and ~120 MB of
-#: RSS (LLVM's shared library, file-backed); it saves 0.15-0.22 ms a signature
-#: (0.4 s and 0.22 ms on the machine of 2026-12-01; 0.7 s and 0.1-0.2 ms on a
-#: Zen 1 EPYC, which has no AVX-512 for numba's 64-bit multiplications: bench
-#: results and BENCHMARKS.md, "On an AMD EPYC (Zen 1)"). Switching once numpy
-#: has cost what loading would (load / saving a signature: 1,800-4,700) is
-#: never worse than twice the best choice made knowing the run's length. So a
-#: command that fingerprints a few texts never pays it, a long run pays it
-#: early, and a process short of memory can keep numpy's kernels. At 1,000, the
-#: two fingerprinting workers of a 5,000-document ingest each loaded numba
-#: after a fifth of their share, for ~1 s more CPU in all (bench/peers.py).
-COMPILE_AFTER = int(os.environ.get("DEDUP_PG_MINHASH_COMPILE_AFTER", "4000"))
+#: ~0.5 s of CPU once (its import, scipy's BLAS check, the cached machine code)
+#: and ~100 MB of RSS (LLVM's shared library, file-backed). It saves ~0.3 ms a
+#: signature where the CPU has vector 64-bit multiplications
+#: (:func:`vector_multiplies`), 0.1-0.2 ms elsewhere, so it pays after ~1,200
+#: signatures there and ~4,000 elsewhere (whole `dedup-pg ingest` runs:
+#: BENCHMARKS.md, "Fingerprinting"), the default here. Switching once numpy
+#: has cost what loading would is never worse than twice the best choice made
+#: knowing the run's length; a process that knows its length calls
+#: :func:`expect_signatures` and loads them first when they pay. So a command
+#: that fingerprints a few texts never pays for numba, and a process short of
+#: memory can keep numpy's kernels.
+COMPILE_AFTER = _compile_after()
 _uses = 0
+
+
+def expect_signatures(count: int) -> None:
+    """Tell this process it is about to make ``count`` signatures: when that
+    many repay loading numba (``count >= COMPILE_AFTER``), its kernels are used
+    from the next signature on instead of after COMPILE_AFTER of numpy's."""
+    global _uses
+    if 0 <= COMPILE_AFTER <= count:
+        _uses = max(_uses, COMPILE_AFTER)
 
 
 def _kernels() -> _Kernels:

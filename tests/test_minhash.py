@@ -89,6 +89,33 @@ def test_compiled_kernels_equal_numpys(sina):
             assert np.array_equal(compiled.minimums(hashes), minhash.NUMPY_KERNELS.minimums(hashes))
 
 
+@pytest.mark.parametrize("items, compiled", [(4, True), (2, False)])
+def test_a_known_length_loads_the_compiled_kernels_first_when_they_pay(
+    dd, sina, monkeypatch, items, compiled
+):
+    # ingest of a list (its length known): the fingerprinting thread expects
+    # that many signatures and takes numba's kernels from the first when that
+    # many reach COMPILE_AFTER; fewer keep numpy's until then
+    monkeypatch.setattr(minhash, "COMPILE_AFTER", 3)
+    monkeypatch.setattr(minhash, "_uses", 0)
+    docs = [{"id": a["id"], "body": a["body"]} for a in sina[:items]]
+    assert [v.verdict for v in dd.ingest_many(docs, workers=0)] == ["new"] * items
+    assert (minhash._kernels() is minhash.compiled_kernels()) is compiled
+    assert minhash._uses == 3 if compiled else items + 1
+
+
+def test_the_switch_follows_the_cpus_vector_multiplications(monkeypatch):
+    monkeypatch.delenv("DEDUP_PG_MINHASH_COMPILE_AFTER", raising=False)
+    fast = minhash.vector_multiplies()
+    assert minhash._compile_after() == (1_200 if fast else 4_000)
+    monkeypatch.setenv("DEDUP_PG_MINHASH_COMPILE_AFTER", "-1")
+    assert minhash._compile_after() == -1
+    monkeypatch.setattr(minhash, "COMPILE_AFTER", -1)
+    monkeypatch.setattr(minhash, "_uses", 0)
+    minhash.expect_signatures(10**9)  # never: numpy's kernels whatever the length
+    assert minhash._kernels() is minhash.NUMPY_KERNELS
+
+
 def test_facts_differ_on_both_sides_only_for_another_story(dd):
     """dedup_facts_disagree, the fact check's core, on facts taken in Python."""
 
