@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -37,6 +36,7 @@ from common import (
     engine_revision,
     log,
     read_jsonl,
+    scratch_dir,
     settings_of,
 )
 
@@ -120,7 +120,7 @@ def main() -> None:
         }
         for k, a in enumerate(articles)
     ]
-    home = tempfile.mkdtemp(prefix="dedup-bytes-")
+    home = str(scratch_dir("dedup-bytes-"))
     dsn = database.start_embedded(home)
     try:
         with Deduper(dsn) as dd:

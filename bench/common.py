@@ -7,11 +7,14 @@ module is importable as ``common``.
 from __future__ import annotations
 
 import argparse
+import atexit
 import collections
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,6 +25,30 @@ DATA = Path(os.environ.get("DEDUP_PG_SHARED_DATA", ROOT.parent / "shared" / "dat
 # machine does, unless DEDUP_PG_TERM_CACHE is set: a cache left by an earlier
 # run would hold the very texts measured (bench/term_cache.py measures it).
 os.environ.setdefault("DEDUP_PG_TERM_CACHE", "off")
+
+
+def scratch_dir(prefix: str, parent: str | None = None) -> Path:
+    """A new temporary folder for a run's embedded servers and files, deleted
+    when the script exits (a failure included), every server under it stopped
+    first: a benchmark's database is a few hundred MB that nobody reads after
+    its report. ``DEDUP_PG_BENCH_KEEP=1`` keeps it (its path is printed)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    atexit.register(_remove_scratch, path)
+    return path
+
+
+def _remove_scratch(path: Path) -> None:
+    if os.environ.get("DEDUP_PG_BENCH_KEEP") == "1":
+        print(f"kept {path} (DEDUP_PG_BENCH_KEEP=1)", file=sys.stderr)
+        return
+    from dedup_pg import database
+
+    for pgdata in sorted(path.rglob("pgdata")):
+        try:
+            database.stop_embedded(pgdata.parent)
+        except Exception as exc:  # report it, and keep cleaning up
+            print(f"could not stop the server in {pgdata.parent}: {exc}", file=sys.stderr)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def read_jsonl(path: Path, limit: int | None = None) -> list[dict]:

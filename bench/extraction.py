@@ -34,13 +34,11 @@ from __future__ import annotations
 import argparse
 import collections
 import re
-import tempfile
 import time
 import unicodedata
-from pathlib import Path
 
 import psycopg
-from common import ROOT, Report, engine_revision, log
+from common import ROOT, Report, engine_revision, log, scratch_dir
 from html_pages import load_articles, make_sites, paragraphs, render
 
 from dedup_pg import Deduper, database, pages, templates
@@ -264,7 +262,7 @@ def main() -> None:
         "reposts review | reposts new | wrong match | patterns learned | seconds |"
     )
     report("|---|---|---|---|---|---|---|---|---|---|")
-    home = Path(tempfile.mkdtemp(prefix="dedup-bench-extract-"))
+    home = scratch_dir("dedup-bench-extract-")
     dsn = database.start_embedded(home)
     try:
         modes = [

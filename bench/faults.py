@@ -16,13 +16,12 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import psycopg
-from common import DATA, Report, cpu_model, engine_revision, log, read_jsonl
+from common import DATA, Report, cpu_model, engine_revision, log, read_jsonl, scratch_dir
 
 from dedup_pg import database
 from dedup_pg.hostile import hostile_lines
@@ -124,7 +123,7 @@ def main() -> None:
     report = Report()
     articles = read_jsonl(DATA / "news" / "sina2018.jsonl", limit=args.articles)
     lines = stream(articles, args.reposts)
-    tmp = Path(tempfile.mkdtemp(prefix="dedup-faults-"))
+    tmp = scratch_dir("dedup-faults-")
     src = tmp / "in.jsonl"
     src.write_bytes(b"\n".join(lines) + b"\n")
     home = tmp / "home"

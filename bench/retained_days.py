@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import threading
 import time
 from datetime import datetime, timedelta, timezone
@@ -56,6 +55,7 @@ from common import (
     layer_item,
     log,
     read_jsonl,
+    scratch_dir,
 )
 from psycopg.types.json import Jsonb
 
@@ -164,7 +164,7 @@ def main() -> None:
     articles = read_jsonl(DATA / "news" / "sina2018.jsonl")
     stored = articles[: args.stored]
     fresh = articles[args.stored : args.stored + args.calls]
-    home = Path(tempfile.mkdtemp(prefix="dedup-retained-"))
+    home = scratch_dir("dedup-retained-")
     started = time.perf_counter()
     rows = []
     try:

@@ -12,12 +12,20 @@ reuse what its deleted digests held. Run from the repository root:
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from common import DATA, Report, allow_backfill, cpu_model, engine_revision, log, read_jsonl
+from common import (
+    DATA,
+    Report,
+    allow_backfill,
+    cpu_model,
+    engine_revision,
+    log,
+    read_jsonl,
+    scratch_dir,
+)
 
 from dedup_pg import Deduper, database
 from dedup_pg.partitions import drop_older_than
@@ -51,7 +59,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/retention.md"))
     args = parser.parse_args()
     articles = read_jsonl(DATA / "news" / "sina2018.jsonl")
-    home = Path(tempfile.mkdtemp(prefix="dedup-retention-"))
+    home = scratch_dir("dedup-retention-")
     now = datetime.now(timezone.utc)
     start = now - timedelta(days=args.days)
     step = timedelta(days=args.days) / len(articles)

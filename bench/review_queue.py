@@ -20,14 +20,13 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
 import psycopg
-from common import DATA, read_jsonl
+from common import DATA, read_jsonl, scratch_dir
 
 from dedup_pg import Deduper, database
 from dedup_pg.web.review import encode_cursor
@@ -106,7 +105,7 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=300, help="real articles copied first")
     parser.add_argument("--repeat", type=int, default=40)
     args = parser.parse_args()
-    home = tempfile.mkdtemp(prefix="dedup-pg-review-bench-")
+    home = str(scratch_dir("dedup-pg-review-bench-"))
     dsn = database.start_embedded(home)
     database.migrate(dsn)
     server = None

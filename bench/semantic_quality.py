@@ -59,7 +59,6 @@ import platform
 import random
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -77,6 +76,7 @@ from common import (
     engine_revision,
     log,
     read_jsonl,
+    scratch_dir,
 )
 from embedding_strategies import deleted_fifth, joiner, new_lead, para_shuffle, paragraphs
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -362,7 +362,7 @@ def score(
 
 def server_dsn() -> str:
     """The embedded server in DEDUP_PG_HOME, or a temporary one stopped at exit."""
-    home = Path(os.environ.get("DEDUP_PG_HOME") or tempfile.mkdtemp(prefix="semq-"))
+    home = Path(os.environ.get("DEDUP_PG_HOME") or scratch_dir("semq-"))
     if not os.environ.get("DEDUP_PG_HOME"):
         atexit.register(database.stop_embedded, home)  # the server this run started
     base = database.resolve_dsn(None, home)

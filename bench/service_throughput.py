@@ -14,14 +14,14 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+from common import DATA, scratch_dir
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "news" / "sina2018.jsonl"
+SINA = DATA / "news" / "sina2018.jsonl"
 OUT = Path(__file__).resolve().parent / "results" / "service_throughput.md"
 
 
@@ -29,8 +29,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-config", type=int, default=1000, help="articles per configuration")
     args = parser.parse_args()
-    articles = [json.loads(line) for line in DATA.open(encoding="utf-8")]
-    home = tempfile.mkdtemp(prefix="dedup-pg-svc-bench-")
+    articles = [json.loads(line) for line in SINA.open(encoding="utf-8")]
+    home = str(scratch_dir("dedup-pg-svc-bench-"))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

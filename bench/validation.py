@@ -37,7 +37,6 @@ import json
 import random
 import re
 import sys
-import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -51,6 +50,7 @@ from common import (
     allow_backfill,
     engine_revision,
     read_jsonl,
+    scratch_dir,
     settings_of,
 )
 
@@ -416,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     lost: dict[str, list[dict]] = {}
     distinct: dict[str, collections.Counter] = {}
     seconds: dict[str, float] = {}
-    home = Path(tempfile.mkdtemp(prefix="dedup-validation-"))
+    home = scratch_dir("dedup-validation-")
     try:
         for mode in modes:
             started = time.perf_counter()
