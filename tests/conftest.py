@@ -100,16 +100,19 @@ def read_jsonl(path: Path, limit: int | None = None) -> list[dict]:
 
 #: The tests' copy of dedup_clause_rows_whole: a text of fewer clauses has a
 #: row for each of them and no array on its documents row.
-CLAUSE_ROWS_WHOLE_UNDER = 32
+CLAUSE_ROWS_WHOLE_UNDER = 16
 
 
-def clause_rows(clauses: tuple[int, ...], lead: tuple[int, ...]) -> list[int]:
-    """The clause rows revision 0025 stores for a text (dedup_clause_rows), as
+def clause_rows(
+    clauses: tuple[int, ...], lead: tuple[int, ...], held: tuple[int, ...] = ()
+) -> list[int]:
+    """The clause rows revision 0039 stores for a text (dedup_clause_rows), as
     the tests expect them: all its clauses under CLAUSE_ROWS_WHOLE_UNDER, else
-    those with h & 3 == 0 and its first three; sorted."""
+    those with h & 3 == 0, its first three and those stored texts already hold
+    (``held``); sorted."""
     if len(clauses) < CLAUSE_ROWS_WHOLE_UNDER:
         return sorted(clauses)
-    return sorted({h for h in clauses if h & 3 == 0} | set(lead[:3]))
+    return sorted({h for h in clauses if h & 3 == 0} | set(lead[:3]) | (set(held) & set(clauses)))
 
 
 def clause_array(clauses: tuple[int, ...]) -> list[int] | None:

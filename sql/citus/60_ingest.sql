@@ -128,7 +128,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 3a5a6b64aa4beba7
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 de3410d436a4b9a3
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -212,6 +212,7 @@ DECLARE
     v_f_sha1 bytea[]; v_f_sim double precision[]; v_f_shared integer[];
     v_matched_facts integer[];
     v_matched_clauses bigint[];
+    v_held bigint[];
 BEGIN
     -- settings: dedup_settings, then the source's own (dedup_sources), then
     -- this call's overrides; resolved once per source in the batch
@@ -236,6 +237,7 @@ BEGIN
     FOREACH it IN ARRAY v_items
     LOOP
         v_mh_bands := NULL;
+        v_held := '{}';
         -- the first clauses of the text, in order (the lead rule, below)
         v_lead := coalesce(it.lead, '{}');
         v_source_key := coalesce(it.source, '');
@@ -360,6 +362,8 @@ BEGIN
         -- its clauses shares as many as it has rows found; a long text has
         -- rows for a sample only (dedup_clause_rows), and its shared clauses
         -- are counted on its array (documents.clauses, NULL for the others).
+        -- The clauses held at all (v_held) get rows when this text is stored,
+        -- sampled or not: so a template line keeps counting its holders.
         IF verdict IS NULL THEN
             -- Citus: the per-clause LATERAL ... LIMIT cannot be planned across
             -- shards; the same rows (at most v_boiler_docs holders a clause) in
@@ -381,11 +385,12 @@ BEGIN
                  WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL
                  GROUP BY s.doc_id, s.seen_at)
             SELECT (SELECT coalesce(array_agg(DISTINCT h), '{}') FROM holders WHERE n < v_boiler_docs),
+                   (SELECT coalesce(array_agg(DISTINCT h), '{}') FROM holders WHERE n >= 1),
                    (SELECT count(DISTINCT h) FROM holders WHERE n >= v_boiler_docs),
                    (SELECT array_agg(s.doc_id) FROM found s),
                    (SELECT array_agg(s.seen_at) FROM found s),
                    (SELECT array_agg(s.n_rows) FROM found s)
-              INTO v_useful, v_n_boiler, v_cont_docs, v_cont_seen, v_cont_rows;
+              INTO v_useful, v_held, v_n_boiler, v_cont_docs, v_cont_seen, v_cont_rows;
             v_n_item := cardinality(v_clauses) - v_n_boiler;
         END IF;
 
@@ -685,7 +690,8 @@ BEGIN
             PERFORM dedup_store_document_bands(
                 it, v_doc_id,
                 CASE WHEN v_mh_bands IS NULL AND it.minhash IS NOT NULL
-                     THEN dedup_minhash_bands(it.minhash) ELSE v_mh_bands END);
+                     THEN dedup_minhash_bands(it.minhash) ELSE v_mh_bands END,
+                v_held);
             doc_id := v_doc_id;
             IF verdict = 'review' THEN
                 candidate_id := dedup_record_candidate(

@@ -34,7 +34,7 @@ CREATE TABLE documents (
     minhash         smallint[],
     facts           integer[],
     -- every distinct clause hash of a text whose rows in document_clauses are
-    -- a sample (dedup_clause_rows: 32 clauses or more), ascending; NULL when
+    -- a sample (dedup_clause_rows: 16 clauses or more), ascending; NULL when
     -- document_clauses holds a row for each (dedup_document_clauses reads both)
     clauses         bigint[]
 ) PARTITION BY RANGE (seen_at);

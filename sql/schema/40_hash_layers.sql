@@ -16,15 +16,21 @@
 -- Clause containment: a copy that adds or drops paragraphs (banners, ads, a
 -- truncated recrawl) still holds most of the other's clauses. document_clauses
 -- holds a row for the clauses that find a text (dedup_clause_rows): every
--- clause of a text of fewer than 32 clauses, and of a longer one a sample
+-- clause of a text of fewer than 16 clauses, and of a longer one a sample
 -- (hash & 3 = 0, the same clauses in every copy of a text) plus its first three
--- (the lead a truncated recrawl keeps); such a text's clauses are all on its
--- row (documents.clauses, NULL for a text with a row for each). A probe with
--- every clause of an incoming text finds the stored texts it shares a row
--- with; the layers then count the clauses two texts share, all of them. On
--- sina2018 this stores 15.7 rows a document instead of 30.3 and changed 4 of
--- its 11,377 verdicts (bench/bytes.py --verdicts; bench/clause_sampling.py,
--- "1/4 + first 3, all under 32, counted in full", had predicted 5).
+-- (the lead a truncated recrawl keeps) plus every clause stored texts already
+-- held when it came (its probe found them: a site's template lines, a quoted
+-- passage); such a text's clauses are all on its row (documents.clauses, NULL
+-- for a text with a row for each). A probe with every clause of an incoming
+-- text finds the stored texts it shares a row with; the layers then count the
+-- clauses two texts share, all of them. On sina2018 revision 0025 (the sample
+-- from 32 clauses) stored 15.7 rows a document instead of 30.3 and changed 4
+-- of its 11,377 verdicts (bench/bytes.py --verdicts; bench/clause_sampling.py,
+-- "1/4 + first 3, all under 32, counted in full", had predicted 5). Revision
+-- 0039 samples from 16 clauses: held lines keep rows in every page, so a
+-- template's lines still reach the boilerplate count (with the sample alone,
+-- a line outside it was held by short pages only, and bench/quality.py's
+-- template probe went from 7% to 15% review).
 -- The index holds the hash alone: a probe reads the heap row (doc_id,
 -- seen_at) of each holder it finds, and most clauses of a new text have none.
 -- With INCLUDE (seen_at, doc_id), as before revision 0024, an entry cost ~53
@@ -42,22 +48,23 @@ COMMENT ON TABLE document_clauses IS
     'Clause hashes that find stored documents (the containment layer''s lookup; dedup_clause_rows says which of a document''s clauses have a row; where they are a sample, documents.clauses holds them all); partitioned by ISO week';
 
 -- Does a text of p_clause_count clauses have a row for each of them (under
--- 32), not a sample?
+-- 16; 32 before revision 0039), not a sample?
 CREATE FUNCTION dedup_clause_rows_whole(p_clause_count integer)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT p_clause_count < 32
+    SELECT p_clause_count < 16
 $$;
 
 -- The clauses of a text (distinct) that get a row in document_clauses: all of
--- them under 32 (dedup_clause_rows_whole), else the sample h & 3 = 0 and
--- p_lead's first three (the text's opening clauses, in order).
-CREATE FUNCTION dedup_clause_rows(p_clauses bigint[], p_lead bigint[])
+-- them under 16 (dedup_clause_rows_whole), else the sample h & 3 = 0,
+-- p_lead's first three (the text's opening clauses, in order) and those of
+-- p_held (clauses stored texts hold: dedup_ingest's probe found them).
+CREATE FUNCTION dedup_clause_rows(p_clauses bigint[], p_lead bigint[], p_held bigint[] DEFAULT '{}')
 RETURNS bigint[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE WHEN dedup_clause_rows_whole(cardinality(p_clauses)) THEN p_clauses
                 ELSE ARRAY(SELECT h FROM unnest(p_clauses) h
-                            WHERE h & 3 = 0 OR h = ANY (p_lead[1:3])) END
+                            WHERE h & 3 = 0 OR h = ANY (p_lead[1:3]) OR h = ANY (p_held)) END
 $$;
 
 -- What documents.clauses holds for a text of these clauses: all of them when

@@ -36,8 +36,10 @@ $$;
 
 -- Store an item as a kept document with doc_id p_doc_id (clauses, MinHash and
 -- SimHash bands included), its MinHash band keys given: dedup_ingest computes
--- them once, for its MinHash probe and for this.
-CREATE FUNCTION dedup_store_document_bands(p_item dedup_item, p_doc_id bigint, p_minhash_bands bigint[])
+-- them once, for its MinHash probe and for this. p_held: its clauses that
+-- stored texts hold (they get rows, sampled or not: dedup_clause_rows).
+CREATE FUNCTION dedup_store_document_bands(p_item dedup_item, p_doc_id bigint, p_minhash_bands bigint[],
+                                           p_held bigint[] DEFAULT '{}')
 RETURNS void
 LANGUAGE sql AS $$
     INSERT INTO documents (doc_id, seen_at, external_id, title, body, url, source, published_at,
@@ -49,7 +51,7 @@ LANGUAGE sql AS $$
             p_item.minhash, p_item.facts,
             dedup_clause_array(p_item.clauses));
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
-    SELECT DISTINCT h, p_doc_id, p_item.seen_at FROM unnest(dedup_clause_rows(p_item.clauses, p_item.lead)) h;
+    SELECT DISTINCT h, p_doc_id, p_item.seen_at FROM unnest(dedup_clause_rows(p_item.clauses, p_item.lead, p_held)) h;
     INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys)
     SELECT p_doc_id, p_item.seen_at, p_minhash_bands WHERE cardinality(p_minhash_bands) > 0;
     -- the four keys of dedup_simhash_band_keys(simhash) spelled out, as the
@@ -63,11 +65,15 @@ LANGUAGE sql AS $$
                         196608 | ((p_item.simhash >> 48) & 65535)::integer]) k;
 $$;
 
--- The same, the band keys computed here (the review verbs, the rebuild).
+-- The same, the band keys computed here (the review verbs, the rebuild). A
+-- kept document turned back into an item (dedup_document_item) carries the
+-- rows it had beyond its sample as its lead, and gets them again; a
+-- candidate's item gets rows for its opening clauses (its lead, up to 10)
+-- beside the sample.
 CREATE FUNCTION dedup_store_document(p_item dedup_item, p_doc_id bigint)
 RETURNS void
 LANGUAGE sql AS $$
-    SELECT dedup_store_document_bands(p_item, p_doc_id, dedup_minhash_bands(p_item.minhash));
+    SELECT dedup_store_document_bands(p_item, p_doc_id, dedup_minhash_bands(p_item.minhash), p_item.lead);
 $$;
 
 -- Remove a stored document's rows from the per-document tables (not its
@@ -302,6 +308,7 @@ DECLARE
     v_mh_seen timestamptz[];
     v_matched_facts integer[];
     v_matched_clauses bigint[];
+    v_held bigint[];
 BEGIN
     -- settings: dedup_settings, then the source's own (dedup_sources), then
     -- this call's overrides; resolved once per source in the batch
@@ -326,6 +333,7 @@ BEGIN
     FOREACH it IN ARRAY v_items
     LOOP
         v_mh_bands := NULL;
+        v_held := '{}';
         -- the first clauses of the text, in order (the lead rule, below)
         v_lead := coalesce(it.lead, '{}');
         v_source_key := coalesce(it.source, '');
@@ -450,6 +458,8 @@ BEGIN
         -- its clauses shares as many as it has rows found; a long text has
         -- rows for a sample only (dedup_clause_rows), and its shared clauses
         -- are counted on its array (documents.clauses, NULL for the others).
+        -- The clauses held at all (v_held) get rows when this text is stored,
+        -- sampled or not: so a template line keeps counting its holders.
         IF verdict IS NULL THEN
             WITH holders AS MATERIALIZED (
                 SELECT h, x.doc_id, x.seen_at, count(x.doc_id) OVER (PARTITION BY h) AS n
@@ -462,11 +472,12 @@ BEGIN
                  WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL
                  GROUP BY s.doc_id, s.seen_at)
             SELECT (SELECT coalesce(array_agg(DISTINCT h), '{}') FROM holders WHERE n < v_boiler_docs),
+                   (SELECT coalesce(array_agg(DISTINCT h), '{}') FROM holders WHERE n >= 1),
                    (SELECT count(DISTINCT h) FROM holders WHERE n >= v_boiler_docs),
                    (SELECT array_agg(s.doc_id) FROM found s),
                    (SELECT array_agg(s.seen_at) FROM found s),
                    (SELECT array_agg(s.n_rows) FROM found s)
-              INTO v_useful, v_n_boiler, v_cont_docs, v_cont_seen, v_cont_rows;
+              INTO v_useful, v_held, v_n_boiler, v_cont_docs, v_cont_seen, v_cont_rows;
             v_n_item := cardinality(v_clauses) - v_n_boiler;
         END IF;
 
@@ -739,7 +750,8 @@ BEGIN
             PERFORM dedup_store_document_bands(
                 it, v_doc_id,
                 CASE WHEN v_mh_bands IS NULL AND it.minhash IS NOT NULL
-                     THEN dedup_minhash_bands(it.minhash) ELSE v_mh_bands END);
+                     THEN dedup_minhash_bands(it.minhash) ELSE v_mh_bands END,
+                v_held);
             doc_id := v_doc_id;
             IF verdict = 'review' THEN
                 candidate_id := dedup_record_candidate(
