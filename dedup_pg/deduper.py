@@ -596,9 +596,9 @@ def _start_worker(parent: int, share: int) -> None:
     """A fingerprinting worker's start: it expects ``share`` signatures
     (minhash.expect_signatures: numba's kernels from the first when they
     pay), it saves its term table when it ends (dedup_pg.term_cache), and it
-    ends when the ingesting process is gone. Killed (SIGKILL, an OOM kill), that process cannot stop its pool, and
-    its workers, blocked reading a queue whose other writers are each other,
-    would wait forever."""
+    ends when the ingesting process is gone. Killed (SIGKILL, an OOM kill),
+    that process cannot stop its pool, and its workers, blocked reading a
+    queue whose other writers are each other, would wait forever."""
 
     def watch() -> None:
         while os.getppid() == parent:
