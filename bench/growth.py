@@ -116,9 +116,7 @@ import platform
 import random
 import re
 import resource
-import shutil
 import statistics
-import tempfile
 import threading
 import time
 import warnings
@@ -141,12 +139,13 @@ from common import (  # noqa: E402
     layer_item,
     log,
     pct,
+    scratch_dir,
     verdict_label,
 )
 from psycopg.types.json import Jsonb  # noqa: E402
 
 import dedup_pg  # noqa: E402
-from dedup_pg import Deduper, database  # noqa: E402
+from dedup_pg import Deduper  # noqa: E402
 from dedup_pg.deduper import prepare_batch  # noqa: E402
 from dedup_pg.fingerprint import fingerprint  # noqa: E402
 
@@ -1600,7 +1599,7 @@ def main() -> None:
         f"{gen['chars']:.0f} chars, {gen['clauses']:.1f} clauses, {gen_ms:.3f} ms each"
     )
 
-    home = tempfile.mkdtemp(prefix="dedup-growth-")
+    home = str(scratch_dir("dedup-growth-"))  # stopped and deleted at exit
     slices: list[Slice] = []
     stopped = ""
     forecast = ""
@@ -1730,11 +1729,6 @@ def main() -> None:
             sampler.halt.set()
         if dd is not None:
             dd.close()
-        log("stopping the server and deleting it")
-        try:
-            database.stop_embedded(home)
-        finally:
-            shutil.rmtree(home, ignore_errors=True)
     if not slices:
         raise SystemExit("no slice was measured")
     total = time.perf_counter() - t_start

@@ -123,7 +123,6 @@ def sentence_table(args: argparse.Namespace, prefix: str) -> tuple[str, list[str
     vectors, embed_s = embed_cached(texts, Path(args.cache) if args.cache else None)
     queries, stored = vectors[: args.queries], vectors[args.queries :]
     home = str(scratch_dir(prefix))
-    atexit.register(database.stop_embedded, home)
     dsn = database.start_embedded(home)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")

@@ -59,9 +59,7 @@ import collections
 import json
 import random
 import re
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
@@ -75,10 +73,11 @@ from common import (
     allow_backfill,
     engine_revision,
     read_jsonl,
+    scratch_dir,
     settings_of,
 )
 
-from dedup_pg import Deduper, database
+from dedup_pg import Deduper
 from dedup_pg.fingerprint import Fingerprint, fingerprint
 
 out = Report()
@@ -661,262 +660,250 @@ def main(argv: list[str] | None = None) -> int:
     by_id: dict[str, dict] = {}
     clock = Clock()
     rows: list[Row] = []
-    home = Path(tempfile.mkdtemp(prefix="dedup-quality-"))
-    try:
-        dd = Deduper(home=home / "main")
-        allow_backfill(dd)
-        for k, v in changed.items():
-            dd.set_setting(k, v)
-        settings = dd.conn.execute(
-            "SELECT name, value FROM dedup_settings ORDER BY name"
-        ).fetchall()
+    home = scratch_dir("dedup-quality-")
+    dd = Deduper(home=home / "main")
+    allow_backfill(dd)
+    for k, v in changed.items():
+        dd.set_setting(k, v)
+    settings = dd.conn.execute("SELECT name, value FROM dedup_settings ORDER BY name").fetchall()
 
-        # 1. distinct originals
-        items = []
-        for a in originals:
-            item = {
-                "id": a["id"],
-                "title": a["title"],
-                "body": a["body"],
-                "source": "sina",
-                "url": f"https://news.sina.com.cn/{a['id']}.shtml",
-                "seen_at": clock(),
-            }
-            items.append(item)
-            by_id[a["id"]] = item
-        verdicts, secs = run_group(dd, items, args.workers)
-        rows.append(Row("originals (distinct)", items, verdicts, secs, None, "false_dup"))
+    # 1. distinct originals
+    items = []
+    for a in originals:
+        item = {
+            "id": a["id"],
+            "title": a["title"],
+            "body": a["body"],
+            "source": "sina",
+            "url": f"https://news.sina.com.cn/{a['id']}.shtml",
+            "seen_at": clock(),
+        }
+        items.append(item)
+        by_id[a["id"]] = item
+    verdicts, secs = run_group(dd, items, args.workers)
+    rows.append(Row("originals (distinct)", items, verdicts, secs, None, "false_dup"))
 
-        # 2. hard negatives: distinct articles in one shared site template
-        items = []
-        for a in negatives:
+    # 2. hard negatives: distinct articles in one shared site template
+    items = []
+    for a in negatives:
+        item = {
+            "id": a["id"] + TEMPLATE_SUFFIX,
+            "title": a["title"],
+            "body": wrap_in_template(a),
+            "source": "huaxia",
+            "url": f"https://www.huaxiazixun.example.com/{a['id']}.html",
+            "seen_at": clock(),
+        }
+        items.append(item)
+        by_id[item["id"]] = item
+    verdicts, secs = run_group(dd, items, args.workers)
+    rows.append(Row("hard negatives (shared template)", items, verdicts, secs, None, "false_dup"))
+
+    # 3. copies, each type on its own seeded sample of originals. Only
+    # stored originals are sampled: one judged a (false) duplicate is not
+    # stored, so no copy could match its id; that error is counted above.
+    # The sample is the first --copies stored ones of a seeded order of all
+    # originals, and each copy is made from its own seed: an engine that
+    # stores one more or one fewer original shifts the sample by at most
+    # one, so two engines are compared on the same copies.
+    stored = {
+        a["id"]
+        for a, v in zip(originals, rows[0].verdicts, strict=True)
+        if v.verdict != "duplicate"
+    }
+    for k, kind in enumerate(COPY_TYPES):
+        order = random.Random(f"{args.seed}:{kind}").sample(originals, len(originals))
+        sample = [a for a in order if a["id"] in stored][: args.copies]
+        items, expect = [], {}
+        for i, a in enumerate(sample):
+            trng = random.Random(f"{args.seed}:{kind}:{a['id']}")
+            if kind == "lead_rewrite":  # the new lead is another original's
+                donor = order[trng.randrange(len(order))]
+                while donor["id"] == a["id"]:
+                    donor = order[trng.randrange(len(order))]
+                title, body = make_lead_rewrite(by_id[a["id"]], trng, donor)
+            else:
+                title, body = MAKERS[kind](by_id[a["id"]], trng)
             item = {
-                "id": a["id"] + TEMPLATE_SUFFIX,
-                "title": a["title"],
-                "body": wrap_in_template(a),
-                "source": "huaxia",
-                "url": f"https://www.huaxiazixun.example.com/{a['id']}.html",
+                "id": f"{a['id']}~{kind}",
+                "title": title,
+                "body": body,
+                "source": f"repost-{k}",
+                "url": f"https://repost{k}.example.com/{kind}/{i}.html",
                 "seen_at": clock(),
             }
             items.append(item)
             by_id[item["id"]] = item
+            expect[item["id"]] = a["id"]
         verdicts, secs = run_group(dd, items, args.workers)
         rows.append(
-            Row("hard negatives (shared template)", items, verdicts, secs, None, "false_dup")
-        )
-
-        # 3. copies, each type on its own seeded sample of originals. Only
-        # stored originals are sampled: one judged a (false) duplicate is not
-        # stored, so no copy could match its id; that error is counted above.
-        # The sample is the first --copies stored ones of a seeded order of all
-        # originals, and each copy is made from its own seed: an engine that
-        # stores one more or one fewer original shifts the sample by at most
-        # one, so two engines are compared on the same copies.
-        stored = {
-            a["id"]
-            for a, v in zip(originals, rows[0].verdicts, strict=True)
-            if v.verdict != "duplicate"
-        }
-        for k, kind in enumerate(COPY_TYPES):
-            order = random.Random(f"{args.seed}:{kind}").sample(originals, len(originals))
-            sample = [a for a in order if a["id"] in stored][: args.copies]
-            items, expect = [], {}
-            for i, a in enumerate(sample):
-                trng = random.Random(f"{args.seed}:{kind}:{a['id']}")
-                if kind == "lead_rewrite":  # the new lead is another original's
-                    donor = order[trng.randrange(len(order))]
-                    while donor["id"] == a["id"]:
-                        donor = order[trng.randrange(len(order))]
-                    title, body = make_lead_rewrite(by_id[a["id"]], trng, donor)
-                else:
-                    title, body = MAKERS[kind](by_id[a["id"]], trng)
-                item = {
-                    "id": f"{a['id']}~{kind}",
-                    "title": title,
-                    "body": body,
-                    "source": f"repost-{k}",
-                    "url": f"https://repost{k}.example.com/{kind}/{i}.html",
-                    "seen_at": clock(),
-                }
-                items.append(item)
-                by_id[item["id"]] = item
-                expect[item["id"]] = a["id"]
-            verdicts, secs = run_group(dd, items, args.workers)
-            rows.append(
-                Row(
-                    f"copy: {kind}",
-                    items,
-                    verdicts,
-                    secs,
-                    expect,
-                    "info" if kind in INFORMATIVE else "recall",
-                )
+            Row(
+                f"copy: {kind}",
+                items,
+                verdicts,
+                secs,
+                expect,
+                "info" if kind in INFORMATIVE else "recall",
             )
-        main_rows = len(rows)
+        )
+    main_rows = len(rows)
 
-        # 4. recrawl pairs, in a separate fresh database
-        pairs = read_jsonl(DATA / "pairs" / "sina2018_recrawl.jsonl")
-        dd2 = Deduper(home=home / "recrawl")
-        allow_backfill(dd2)
+    # 4. recrawl pairs, in a separate fresh database
+    pairs = read_jsonl(DATA / "pairs" / "sina2018_recrawl.jsonl")
+    dd2 = Deduper(home=home / "recrawl")
+    allow_backfill(dd2)
+    for k, v in changed.items():
+        dd2.set_setting(k, v)
+    rclock = Clock()
+    a_items = [
+        {
+            "id": f"recrawl-{i}-a",
+            "title": p.get("title"),
+            "body": p["a"],
+            "source": "sina-clean",
+            "seen_at": rclock(),
+        }
+        for i, p in enumerate(pairs)
+    ]
+    b_items = [
+        {
+            "id": f"recrawl-{i}-b",
+            "title": None,
+            "body": p["b"],
+            "source": "sina-raw",
+            "seen_at": rclock(),
+        }
+        for i, p in enumerate(pairs)
+    ]
+    for item in a_items + b_items:
+        by_id[item["id"]] = item
+    a_verdicts, secs = run_group(dd2, a_items, args.workers)
+    # a clean copy that was itself a duplicate is not stored: its raw copy
+    # then correctly matches the stored document the clean copy matched
+    kept_as = {v.id: (v.matched_id if v.verdict == "duplicate" else v.id) for v in a_verdicts}
+    rows.append(Row("recrawl: clean a", a_items, a_verdicts, secs, None, "info"))
+    b_verdicts, secs = run_group(dd2, b_items, args.workers)
+    expect = {f"recrawl-{i}-b": kept_as[f"recrawl-{i}-a"] for i in range(len(pairs))}
+    rows.append(Row("recrawl: raw b → a", b_items, b_verdicts, secs, expect, "recall"))
+
+    # 5. probe: one short page in the site template, then distinct template
+    # pages, in a third fresh database. Shared template clauses are the same
+    # share of a short page as of any page, so they can carry the
+    # containment check of every later page on their own.
+    if probe:
+        dd3 = Deduper(home=home / "probe")
+        allow_backfill(dd3)
         for k, v in changed.items():
-            dd2.set_setting(k, v)
-        rclock = Clock()
-        a_items = [
-            {
-                "id": f"recrawl-{i}-a",
-                "title": p.get("title"),
-                "body": p["a"],
-                "source": "sina-clean",
-                "seen_at": rclock(),
-            }
-            for i, p in enumerate(pairs)
-        ]
-        b_items = [
-            {
-                "id": f"recrawl-{i}-b",
-                "title": None,
-                "body": p["b"],
-                "source": "sina-raw",
-                "seen_at": rclock(),
-            }
-            for i, p in enumerate(pairs)
-        ]
-        for item in a_items + b_items:
-            by_id[item["id"]] = item
-        a_verdicts, secs = run_group(dd2, a_items, args.workers)
-        # a clean copy that was itself a duplicate is not stored: its raw copy
-        # then correctly matches the stored document the clean copy matched
-        kept_as = {v.id: (v.matched_id if v.verdict == "duplicate" else v.id) for v in a_verdicts}
-        rows.append(Row("recrawl: clean a", a_items, a_verdicts, secs, None, "info"))
-        b_verdicts, secs = run_group(dd2, b_items, args.workers)
-        expect = {f"recrawl-{i}-b": kept_as[f"recrawl-{i}-a"] for i in range(len(pairs))}
-        rows.append(Row("recrawl: raw b → a", b_items, b_verdicts, secs, expect, "recall"))
-
-        # 5. probe: one short page in the site template, then distinct template
-        # pages, in a third fresh database. Shared template clauses are the same
-        # share of a short page as of any page, so they can carry the
-        # containment check of every later page on their own.
-        if probe:
-            dd3 = Deduper(home=home / "probe")
-            allow_backfill(dd3)
-            for k, v in changed.items():
-                dd3.set_setting(k, v)
-            pclock = Clock()
-            short_page = {
-                "id": "short-gallery-page" + TEMPLATE_SUFFIX,
-                "title": "图集：进博会场馆夜景",
-                "body": wrap_in_template({"body": SHORT_PAGE_BODY}),
+            dd3.set_setting(k, v)
+        pclock = Clock()
+        short_page = {
+            "id": "short-gallery-page" + TEMPLATE_SUFFIX,
+            "title": "图集：进博会场馆夜景",
+            "body": wrap_in_template({"body": SHORT_PAGE_BODY}),
+            "seen_at": pclock(),
+        }
+        by_id[short_page["id"]] = short_page
+        list(dd3.ingest_many([short_page]))
+        items = []
+        for a in probe:
+            item = {
+                "id": a["id"] + TEMPLATE_SUFFIX + "2",
+                "title": a["title"],
+                "body": wrap_in_template(a),
                 "seen_at": pclock(),
             }
-            by_id[short_page["id"]] = short_page
-            list(dd3.ingest_many([short_page]))
-            items = []
-            for a in probe:
-                item = {
-                    "id": a["id"] + TEMPLATE_SUFFIX + "2",
-                    "title": a["title"],
-                    "body": wrap_in_template(a),
-                    "seen_at": pclock(),
-                }
-                items.append(item)
-                by_id[item["id"]] = item
-            verdicts, secs = run_group(dd3, items, args.workers)
-            rows.append(
-                Row(
-                    "probe: template pages after one short page",
-                    items,
-                    verdicts,
-                    secs,
-                    None,
-                    "false_dup",
-                )
+            items.append(item)
+            by_id[item["id"]] = item
+        verdicts, secs = run_group(dd3, items, args.workers)
+        rows.append(
+            Row(
+                "probe: template pages after one short page",
+                items,
+                verdicts,
+                secs,
+                None,
+                "false_dup",
             )
-            dd3.close()
+        )
+        dd3.close()
 
-        out()
-        out("## Results")
-        out()
+    out()
+    out("## Results")
+    out()
+    out(
+        "found: share of copies with verdict duplicate AND matched_id = its original. "
+        "Layer columns count verdicts by the layer that decided them (e = exact, s = simhash, "
+        "c = containment). seconds include starting the fingerprinting worker processes."
+    )
+    out(
+        "Parts 1-3 share one fresh database (originals first, then hard negatives, then copies "
+        "type by type); part 4 (recrawl) uses a second fresh database, part 5 (probe: one short "
+        "page in the site template, then distinct template pages) a third."
+    )
+    out()
+    for line in table(rows):
+        out(line)
+    copies_total = sum(r.n for r in rows[2:main_rows])
+    out()
+    out(
+        f"Totals: {sum(r.n for r in rows):,} documents in {sum(r.seconds for r in rows):.1f} s of "
+        f"ingest; copies {copies_total:,}."
+    )
+    dup_a = [v for v in a_verdicts if v.verdict != "new"]
+    if dup_a:
         out(
-            "found: share of copies with verdict duplicate AND matched_id = its original. "
-            "Layer columns count verdicts by the layer that decided them (e = exact, s = simhash, "
-            "c = containment). seconds include starting the fingerprinting worker processes."
+            "Recrawl clean copies not 'new' (another clean copy in the file is the same text or "
+            "the same story): "
+            + "; ".join(
+                f"`{v.id}` {v.verdict} via {v.layer} of `{v.matched_id}`" for v in dup_a[:5]
+            )
         )
-        out(
-            "Parts 1-3 share one fresh database (originals first, then hard negatives, then copies "
-            "type by type); part 4 (recrawl) uses a second fresh database, part 5 (probe: one short "
-            "page in the site template, then distinct template pages) a third."
-        )
-        out()
-        for line in table(rows):
-            out(line)
-        copies_total = sum(r.n for r in rows[2:main_rows])
-        out()
-        out(
-            f"Totals: {sum(r.n for r in rows):,} documents in {sum(r.seconds for r in rows):.1f} s of "
-            f"ingest; copies {copies_total:,}."
-        )
-        dup_a = [v for v in a_verdicts if v.verdict != "new"]
-        if dup_a:
+
+    out()
+    out("## Settings in force")
+    out()
+    out("| name | value |")
+    out("|---|---|")
+    for name, value in settings:
+        out(f"| {name} | `{json.dumps(value, ensure_ascii=False)}` |")
+
+    out()
+    out("## Flagged distinct articles")
+    show_flagged(dd, rows[0], by_id, args.examples)
+    show_flagged(dd, rows[1], by_id, min(args.examples, 5))
+    if probe:
+        show_flagged(dd, rows[-1], by_id, 3)
+
+    out()
+    out("## Missed copies")
+    any_missed = False
+    for row in rows:
+        if row.expect is not None and row.found() < row.n:
+            any_missed = True
+            show_missed(
+                dd if not row.group.startswith("recrawl") else dd2,
+                row,
+                by_id,
+                min(args.examples, 5),
+            )
+    if not any_missed:
+        out("\nnone")
+
+    failed = [r.group for r in rows if r.passed() == "FAIL"]
+    out()
+    out("## Verdict")
+    out()
+    out("All bars met." if not failed else "Below the bar: " + ", ".join(failed) + ".")
+    for row in rows:
+        if row.expect is None and row.bar == "false_dup" and row.count("new") < row.n:
             out(
-                "Recrawl clean copies not 'new' (another clean copy in the file is the same text or "
-                "the same story): "
-                + "; ".join(
-                    f"`{v.id}` {v.verdict} via {v.layer} of `{v.matched_id}`" for v in dup_a[:5]
-                )
+                f"- `{row.group}`: {row.n - row.count('new')} of {row.n} distinct articles were not "
+                f"'new' ({row.count('duplicate')} duplicate, {row.count('review')} review); "
+                "review is outside the bar but each one is queued for a person."
             )
-
-        out()
-        out("## Settings in force")
-        out()
-        out("| name | value |")
-        out("|---|---|")
-        for name, value in settings:
-            out(f"| {name} | `{json.dumps(value, ensure_ascii=False)}` |")
-
-        out()
-        out("## Flagged distinct articles")
-        show_flagged(dd, rows[0], by_id, args.examples)
-        show_flagged(dd, rows[1], by_id, min(args.examples, 5))
-        if probe:
-            show_flagged(dd, rows[-1], by_id, 3)
-
-        out()
-        out("## Missed copies")
-        any_missed = False
-        for row in rows:
-            if row.expect is not None and row.found() < row.n:
-                any_missed = True
-                show_missed(
-                    dd if not row.group.startswith("recrawl") else dd2,
-                    row,
-                    by_id,
-                    min(args.examples, 5),
-                )
-        if not any_missed:
-            out("\nnone")
-
-        failed = [r.group for r in rows if r.passed() == "FAIL"]
-        out()
-        out("## Verdict")
-        out()
-        out("All bars met." if not failed else "Below the bar: " + ", ".join(failed) + ".")
-        for row in rows:
-            if row.expect is None and row.bar == "false_dup" and row.count("new") < row.n:
-                out(
-                    f"- `{row.group}`: {row.n - row.count('new')} of {row.n} distinct articles were not "
-                    f"'new' ({row.count('duplicate')} duplicate, {row.count('review')} review); "
-                    "review is outside the bar but each one is queued for a person."
-                )
-        out(f"\nTotal run time {time.perf_counter() - t0:.0f} s.")
-        dd.close()
-        dd2.close()
-    finally:
-        for sub in ("main", "recrawl", "probe"):
-            try:
-                database.stop_embedded(home / sub)
-            except Exception as exc:  # report, keep cleaning up
-                print(f"could not stop the server in {home / sub}: {exc}", file=sys.stderr)
-        shutil.rmtree(home, ignore_errors=True)
+    out(f"\nTotal run time {time.perf_counter() - t0:.0f} s.")
+    dd.close()
+    dd2.close()
     out.write(args.output)
     print(f"\nwrote {args.output}", file=sys.stderr)
     return 1 if failed else 0
