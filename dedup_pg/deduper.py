@@ -465,7 +465,10 @@ class Deduper:
         sql = queries()["ingest"]
         for attempt in range(3):
             try:
-                with self.conn.transaction():
+                # a read-only check (it records no input errors either) is one
+                # statement, two when the semantic layer reads after it: no
+                # BEGIN and COMMIT round trips around it
+                with contextlib.nullcontext() if dry_run else self.conn.transaction():
                     if errors:
                         with self.conn.cursor() as cur:
                             cur.executemany(queries()["record_error"], errors)
