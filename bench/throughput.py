@@ -642,7 +642,7 @@ def main() -> None:
     seg = stages["tokenize (rjieba.cut)"]
     for name, v in stages.items():
         out.append(f"| {name} | {ms(v)} |")
-        if name.startswith("SimHash"):
+        if name.startswith("SimHash incl. segmentation"):
             out.append(f"| &nbsp;&nbsp;SimHash only (above minus tokenize) | {ms(v - seg)} |")
     parts = (
         stages["normalize (body + title)"]
