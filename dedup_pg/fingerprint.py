@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import orjson
 import rjieba
 
@@ -191,9 +192,15 @@ class Fingerprint:
         numerics and converted one by one. The peers stream's items cost the
         server 66 us a document to read instead of 130 (BENCHMARKS.md, revision
         0029). A schema before that revision reads JSON arrays only
-        (``database.reads_array_literals``)."""
+        (``database.reads_array_literals``).
+
+        ``signature`` is the MinHash signature again as ``documents.minhash``
+        stores it (revision 0040): its 16-bit values one after the other, in
+        the hex form of PostgreSQL's bit strings (``"x0a1f..."``); a schema
+        before that revision ignores it."""
         item = self.wire()
         item["lead"] = list(self.lead)
+        item["signature"] = signature_bits(self.minhash)
         if array_literals:
             for name in ARRAY_FIELDS:
                 item[name] = pg_array(item[name])
@@ -202,6 +209,15 @@ class Fingerprint:
 
 #: The integer arrays of an item (``Fingerprint.sql_item``).
 ARRAY_FIELDS = ("clauses", "minhash", "facts", "lead")
+
+
+def signature_bits(minhash: Sequence[int] | None) -> str | None:
+    """A MinHash signature (16-bit values) as the input of a PostgreSQL bit
+    string: ``"x"`` and four hex digits a value, big-endian (what SQL's
+    ``dedup_minhash_bits`` makes of the values), or None."""
+    if minhash is None:
+        return None
+    return "x" + np.asarray(minhash, dtype=">i2").tobytes().hex()
 
 
 def pg_array(values: Sequence[int] | None) -> str | None:

@@ -209,7 +209,7 @@ def test_lookup_rows_are_the_fingerprints_keys(dd, sina):
         "        WHERE b.doc_id = d.doc_id AND b.seen_at = d.seen_at ORDER BY 1)"
         "   = dedup_simhash_band_keys(d.simhash),"
         " (SELECT m.band_keys FROM document_minhash_bands m"
-        "   WHERE m.doc_id = d.doc_id AND m.seen_at = d.seen_at) = dedup_minhash_bands(d.minhash),"
+        "   WHERE m.doc_id = d.doc_id AND m.seen_at = d.seen_at) = dedup_minhash_bands(dedup_minhash_values(d.minhash)),"
         " (SELECT count(*) FROM document_clauses c"
         "   WHERE c.doc_id = d.doc_id AND c.seen_at = d.seen_at) BETWEEN 1 AND d.clause_count"
         " FROM documents d"

@@ -164,6 +164,48 @@ def test_synonym_rewrite_is_a_minhash_duplicate(dd, sina):
     assert unchecked.verdict == "new", unchecked
 
 
+#: Each stored document's signature as its 16-bit values (revision 0040 stores bits).
+VALUES_SQL = "SELECT external_id, dedup_minhash_values(minhash) FROM documents"
+
+
+def test_signatures_as_bits_compare_as_the_values(dd, sina):
+    """Revision 0040: documents.minhash holds the 16-bit values as bits, the
+    item sends them ready (fingerprint.signature_bits, what SQL's
+    dedup_minhash_bits makes of the values), dedup_minhash_values gives the
+    values back, and dedup_minhash_similarity on the bits is the share of equal
+    values on every pair of real signatures, near-duplicates included."""
+    from dedup_pg.fingerprint import signature_bits
+
+    texts = [a["body"] for a in sina[:40]]
+    texts += [synonyms(t) for t in texts[:10]]  # pairs at every similarity
+    texts += [t[: len(t) // 2] + t[len(t) // 2 :].replace("。", "，", 3) for t in texts[:10]]
+    sigs = [s for s in map(minhash.signature, texts) if s is not None]
+    conn = dd.conn
+    bits = [signature_bits(s) for s in sigs]
+    for s, b in zip(sigs, bits, strict=True):
+        got = conn.execute(
+            "SELECT dedup_minhash_bits(%s::smallint[])::text = %s::bit varying::text,"
+            " dedup_minhash_values(%s::bit varying) = %s::smallint[]",
+            (s, b, b, s),
+        ).fetchone()
+        assert got == (True, True)
+    pairs = [(i, j) for i in range(len(sigs)) for j in range(len(sigs)) if i < j]
+    sql = conn.execute(
+        "SELECT dedup_minhash_similarity(a::bit varying, b::bit varying)"
+        " FROM unnest(%s::text[], %s::text[]) u(a, b)",
+        ([bits[i] for i, _ in pairs], [bits[j] for _, j in pairs]),
+    ).fetchall()
+    expected = [minhash.similarity(sigs[i], sigs[j]) for i, j in pairs]
+    assert [r[0] for r in sql] == pytest.approx(expected, abs=0, rel=0)
+    assert max(expected) > 0.5 and min(expected) < 0.1  # near and far pairs both met
+    # other lengths and NULL: value by value, as the arrays were compared
+    assert conn.execute(
+        "SELECT dedup_minhash_similarity(%s::bit varying, %s::bit varying),"
+        " dedup_minhash_similarity(NULL, %s::bit varying)",
+        ("x" + bits[0][1:41], "x" + bits[0][1:37] + "0000", bits[0]),
+    ).fetchone() == (0.9, 0.0)
+
+
 def test_signatures_of_32_bits_become_their_low_16_on_upgrade(dd, dsn, sina):
     """Revision 0026: a store of 32-bit signatures (as an engine of before it
     computed them) is cut to their low 16 bits, which is what the code computes
@@ -174,7 +216,7 @@ def test_signatures_of_32_bits_become_their_low_16_on_upgrade(dd, dsn, sina):
 
     originals = [a for a in sina[400:460] if len(a["body"]) > 600][:6]
     list(dd.ingest_many({"id": a["id"], "title": a["title"], "body": a["body"]} for a in originals))
-    now = dict(dd.conn.execute("SELECT external_id, minhash FROM documents").fetchall())
+    now = dict(dd.conn.execute(VALUES_SQL).fetchall())
     assert all(len(v) == minhash.NUM_PERM for v in now.values())
     dd.close()
     database.downgrade(dsn, "0025")
@@ -198,12 +240,10 @@ def test_signatures_of_32_bits_become_their_low_16_on_upgrade(dd, dsn, sina):
         )
     database.migrate(dsn)
     with Deduper(dsn, migrate=False) as new:
-        assert (
-            dict(new.conn.execute("SELECT external_id, minhash FROM documents").fetchall()) == now
-        )
+        assert dict(new.conn.execute(VALUES_SQL).fetchall()) == now
         assert new.conn.execute(
             "SELECT count(*) FROM documents d JOIN document_minhash_bands b USING (doc_id, seen_at)"
-            " WHERE b.band_keys = dedup_minhash_bands(d.minhash)"
+            " WHERE b.band_keys = dedup_minhash_bands(dedup_minhash_values(d.minhash))"
         ).fetchone()[0] == len(originals)
         a = originals[2]
         copy = {"id": "syn", "title": synonyms(a["title"]), "body": synonyms(a["body"])}

@@ -268,10 +268,10 @@ def test_refingerprint_fills_minhash_and_facts_and_a_rebuild_finds_a_minhash_dup
     result = rb.refingerprint(dd.conn, options=dd.options)
     assert result.done == result.changed == len(docs) + 1
     rows = dd.conn.execute(
-        "SELECT d.doc_id, d.title, d.body, d.minhash, d.facts,"
+        "SELECT d.doc_id, d.title, d.body, dedup_minhash_values(d.minhash), d.facts,"
         " (SELECT array_agg(k ORDER BY k) FROM document_minhash_bands b, unnest(b.band_keys) k"
         "   WHERE b.doc_id = d.doc_id AND b.seen_at = d.seen_at),"
-        " ARRAY(SELECT DISTINCT k FROM unnest(dedup_minhash_bands(d.minhash)) k ORDER BY 1)"
+        " ARRAY(SELECT DISTINCT k FROM unnest(dedup_minhash_bands(dedup_minhash_values(d.minhash))) k ORDER BY 1)"
         " FROM documents d"
     ).fetchall()
     assert len(rows) == len(docs) + 1

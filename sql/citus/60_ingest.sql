@@ -45,7 +45,7 @@ BEGIN
                   WHERE c.doc_id = p_doc_id AND c.seen_at = p_seen_at ORDER BY 1);
 END $$;
 
--- from sql/schema/60_ingest.sql dedup_document_item: sha256 3b4529bcf1b1de6e
+-- from sql/schema/60_ingest.sql dedup_document_item: sha256 953044a6ab194923
 -- Citus: PL/pgSQL; the clause rows read before the document row (a
 -- correlated subquery on a table distributed by another column), and the
 -- item built here from the row read (a ROW(...) sent to the worker with a
@@ -71,9 +71,10 @@ BEGIN
     v_clauses := coalesce(d.clauses, ARRAY(SELECT h FROM unnest(v_rows) h ORDER BY 1));
     RETURN ROW(0, d.external_id, d.title, d.body, d.url, d.source, d.seen_at, d.published_at,
                encode(d.content_sha1, 'hex'), encode(d.title_sha1, 'hex'), d.simhash, d.text_length,
-               v_clauses, d.norm_version, d.minhash, d.facts,
+               v_clauses, d.norm_version, dedup_minhash_values(d.minhash), d.facts,
                ARRAY(SELECT h FROM unnest(v_rows) h
-                      WHERE h <> ALL (dedup_clause_rows(v_clauses, '{}'))))::dedup_item;
+                      WHERE h <> ALL (dedup_clause_rows(v_clauses, '{}'))),
+               d.minhash)::dedup_item;
 END $$;
 
 -- from sql/schema/60_ingest.sql dedup_redelivered: sha256 bb031afc4af82057
@@ -128,7 +129,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 de3410d436a4b9a3
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 817fbbe5fb6156dd
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -213,6 +214,7 @@ DECLARE
     v_matched_facts integer[];
     v_matched_clauses bigint[];
     v_held bigint[];
+    v_signature bit varying;
 BEGIN
     -- settings: dedup_settings, then the source's own (dedup_sources), then
     -- this call's overrides; resolved once per source in the batch
@@ -579,8 +581,10 @@ BEGIN
             -- their documents only when there are some (most texts share no band):
             -- a statement over documents runs on every shard
             IF v_mh_docs IS NOT NULL THEN
+                -- the item's signature as the stored ones, in bits
+                v_signature := coalesce(it.signature, dedup_minhash_bits(it.minhash));
                 SELECT array_agg(d.doc_id), array_agg(d.seen_at), array_agg(d.external_id),
-                       array_agg(d.content_sha1), array_agg(dedup_minhash_similarity(d.minhash, it.minhash))
+                       array_agg(d.content_sha1), array_agg(dedup_minhash_similarity(d.minhash, v_signature))
                   INTO v_f_docs, v_f_seen, v_f_ext, v_f_sha1, v_f_sim
                   FROM documents d
                  WHERE d.doc_id = ANY (v_mh_docs) AND d.seen_at BETWEEN v_lo AND v_hi;

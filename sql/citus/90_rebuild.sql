@@ -400,7 +400,7 @@ BEGIN
           s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
 END $$;
 
--- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 d9b2e1de46a7318e
+-- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 7ffa97cef93eae39
 -- Citus: the single-node statements join the batch's temporary table with
 -- documents, document_clauses and the band and digest tables (INSERT ...
 -- JOIN documents, DELETE ... USING documents, UPDATE ... FROM, a correlated
@@ -427,16 +427,18 @@ BEGIN
     CREATE TEMP TABLE IF NOT EXISTS dedup_refp (
         doc_id bigint, seen_at timestamptz, sha1 bytea, title_sha1 bytea, simhash bigint,
         length integer, clauses bigint[], norm_version smallint, minhash smallint[], facts integer[],
-        lead bigint[], old_sha1 bytea, old_minhash smallint[], old_simhash bigint) ON COMMIT DROP;
+        lead bigint[], old_sha1 bytea, old_minhash bit varying, old_simhash bigint,
+        signature bit varying) ON COMMIT DROP;
     TRUNCATE dedup_refp;
     INSERT INTO dedup_refp
     SELECT x.doc_id, x.seen_at, decode(x.sha1, 'hex'), decode(x.title_sha1, 'hex'), x.simhash,
            x.length, ARRAY(SELECT DISTINCT h FROM unnest(x.clauses) h ORDER BY 1), x.norm_version,
-           x.minhash, x.facts, x.lead, NULL, NULL, NULL
+           x.minhash, x.facts, x.lead, NULL, NULL, NULL, coalesce(x.signature, dedup_minhash_bits(x.minhash))
       FROM jsonb_to_recordset(p_items) AS x(doc_id bigint, seen_at timestamptz, sha1 text,
                                             title_sha1 text, simhash bigint, length integer,
                                             clauses bigint[], norm_version smallint,
-                                            minhash smallint[], facts integer[], lead bigint[]);
+                                            minhash smallint[], facts integer[], lead bigint[],
+                                            signature bit varying);
     SELECT min(seen_at), max(seen_at), array_agg(doc_id) INTO v_lo, v_hi, v_ids FROM dedup_refp;
     -- Citus: the batch's stored rows, by doc_id
     DROP TABLE IF EXISTS dedup_refp_d, dedup_refp_c;
@@ -462,7 +464,7 @@ BEGIN
      WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at
        AND d.content_sha1 = r.sha1 AND d.title_sha1 IS NOT DISTINCT FROM r.title_sha1
        AND d.simhash = r.simhash AND d.text_length = r.length AND d.norm_version = r.norm_version
-       AND d.minhash IS NOT DISTINCT FROM r.minhash AND d.facts IS NOT DISTINCT FROM r.facts
+       AND d.minhash IS NOT DISTINCT FROM r.signature AND d.facts IS NOT DISTINCT FROM r.facts
        AND coalesce(d.clauses, (SELECT c.clauses FROM dedup_refp_c c
                                   WHERE c.doc_id = r.doc_id AND c.seen_at = r.seen_at), '{}') = r.clauses;
     SELECT count(*) INTO v_changed FROM dedup_refp;
@@ -475,13 +477,13 @@ BEGIN
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
     SELECT h, r.doc_id, r.seen_at FROM dedup_refp r, unnest(dedup_clause_rows(r.clauses, r.lead)) h;
     -- the MinHash bands follow the signature (as dedup_store_document writes them)
-    v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r WHERE r.minhash IS DISTINCT FROM r.old_minhash);
+    v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r WHERE r.signature IS DISTINCT FROM r.old_minhash);
     DELETE FROM document_minhash_bands b
      WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = ANY (v_ids);
     INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys)
     SELECT r.doc_id, r.seen_at, dedup_minhash_bands(r.minhash)
       FROM dedup_refp r
-     WHERE r.minhash IS DISTINCT FROM r.old_minhash AND cardinality(dedup_minhash_bands(r.minhash)) > 0;
+     WHERE r.signature IS DISTINCT FROM r.old_minhash AND cardinality(dedup_minhash_bands(r.minhash)) > 0;
     -- and the SimHash bands the simhash
     v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r WHERE r.simhash IS DISTINCT FROM r.old_simhash);
     DELETE FROM document_simhash_bands b
@@ -494,7 +496,7 @@ BEGIN
         UPDATE documents d
            SET content_sha1 = v_row.sha1, title_sha1 = v_row.title_sha1, simhash = v_row.simhash,
                text_length = v_row.length, clause_count = cardinality(v_row.clauses), norm_version = v_row.norm_version,
-               minhash = v_row.minhash, facts = v_row.facts,
+               minhash = v_row.signature, facts = v_row.facts,
                clauses = dedup_clause_array(v_row.clauses)
          WHERE d.doc_id = v_row.doc_id AND d.seen_at = v_row.seen_at;
         -- the exact layer: the old digest goes with the old text

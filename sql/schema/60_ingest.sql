@@ -48,7 +48,7 @@ LANGUAGE sql AS $$
     VALUES (p_doc_id, p_item.seen_at, p_item.external_id, p_item.title, p_item.body, p_item.url,
             p_item.source, p_item.published_at, decode(p_item.sha1, 'hex'), decode(p_item.title_sha1, 'hex'),
             p_item.simhash, p_item.length, cardinality(coalesce(p_item.clauses, '{}')), p_item.norm_version,
-            p_item.minhash, p_item.facts,
+            coalesce(p_item.signature, dedup_minhash_bits(p_item.minhash)), p_item.facts,
             dedup_clause_array(p_item.clauses));
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
     SELECT DISTINCT h, p_doc_id, p_item.seen_at FROM unnest(dedup_clause_rows(p_item.clauses, p_item.lead, p_held)) h;
@@ -106,10 +106,11 @@ RETURNS dedup_item
 LANGUAGE sql STABLE AS $$
     SELECT ROW(0, d.external_id, d.title, d.body, d.url, d.source, d.seen_at, d.published_at,
                encode(d.content_sha1, 'hex'), encode(d.title_sha1, 'hex'), d.simhash, d.text_length,
-               x.clauses, d.norm_version, d.minhash, d.facts,
+               x.clauses, d.norm_version, dedup_minhash_values(d.minhash), d.facts,
                ARRAY(SELECT c.clause_hash FROM document_clauses c
                       WHERE c.doc_id = d.doc_id AND c.seen_at = d.seen_at
-                        AND c.clause_hash <> ALL (dedup_clause_rows(x.clauses, '{}'))))::dedup_item
+                        AND c.clause_hash <> ALL (dedup_clause_rows(x.clauses, '{}'))),
+               d.minhash)::dedup_item
       FROM documents d, LATERAL (SELECT dedup_document_clauses(d.doc_id, d.seen_at, d.clauses) AS clauses) x
      WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at
 $$;
@@ -309,6 +310,7 @@ DECLARE
     v_matched_facts integer[];
     v_matched_clauses bigint[];
     v_held bigint[];
+    v_signature bit varying;
 BEGIN
     -- settings: dedup_settings, then the source's own (dedup_sources), then
     -- this call's overrides; resolved once per source in the batch
@@ -645,7 +647,9 @@ BEGIN
               FROM document_minhash_bands b
              WHERE b.band_keys && v_mh_bands AND b.seen_at BETWEEN v_lo AND v_hi;
             IF v_mh_docs IS NOT NULL THEN
-                SELECT c.doc_id, c.seen_at, d.external_id, dedup_minhash_similarity(d.minhash, it.minhash) AS sim
+                -- the item's signature as the stored ones, in bits
+                v_signature := coalesce(it.signature, dedup_minhash_bits(it.minhash));
+                SELECT c.doc_id, c.seen_at, d.external_id, dedup_minhash_similarity(d.minhash, v_signature) AS sim
                   INTO v_cand
                   FROM unnest(v_mh_docs, v_mh_seen) c(doc_id, seen_at)
                   JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at

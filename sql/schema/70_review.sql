@@ -19,7 +19,7 @@ LANGUAGE sql STABLE AS $$
                                     WHERE d.doc_id = p_c.matched_doc_id AND d.seen_at = p_c.matched_seen_at)),
                p_c.url, p_c.source, p_c.seen_at, p_c.published_at, encode(p_c.content_sha1, 'hex'),
                encode(p_c.title_sha1, 'hex'), p_c.simhash, p_c.text_length, p_c.clauses,
-               p_c.norm_version, p_c.minhash, p_c.facts, p_c.lead)::dedup_item
+               p_c.norm_version, p_c.minhash, p_c.facts, p_c.lead, NULL)::dedup_item
 $$;
 
 -- Lock and fetch a candidate, or fail naming it.

@@ -60,16 +60,19 @@ BEGIN
     CREATE TEMP TABLE IF NOT EXISTS dedup_refp (
         doc_id bigint, seen_at timestamptz, sha1 bytea, title_sha1 bytea, simhash bigint,
         length integer, clauses bigint[], norm_version smallint, minhash smallint[], facts integer[],
-        lead bigint[], old_sha1 bytea, old_minhash smallint[], old_simhash bigint) ON COMMIT DROP;
+        lead bigint[], old_sha1 bytea, old_minhash bit varying, old_simhash bigint,
+        signature bit varying) ON COMMIT DROP;
     TRUNCATE dedup_refp;
     INSERT INTO dedup_refp
     SELECT x.doc_id, x.seen_at, decode(x.sha1, 'hex'), decode(x.title_sha1, 'hex'), x.simhash,
            x.length, ARRAY(SELECT DISTINCT h FROM unnest(x.clauses) h ORDER BY 1), x.norm_version,
-           x.minhash, x.facts, x.lead, d.content_sha1, d.minhash, d.simhash
+           x.minhash, x.facts, x.lead, d.content_sha1, d.minhash, d.simhash,
+           coalesce(x.signature, dedup_minhash_bits(x.minhash))
       FROM jsonb_to_recordset(p_items) AS x(doc_id bigint, seen_at timestamptz, sha1 text,
                                             title_sha1 text, simhash bigint, length integer,
                                             clauses bigint[], norm_version smallint,
-                                            minhash smallint[], facts integer[], lead bigint[])
+                                            minhash smallint[], facts integer[], lead bigint[],
+                                            signature bit varying)
       JOIN documents d ON d.doc_id = x.doc_id AND d.seen_at = x.seen_at;
     SELECT min(seen_at), max(seen_at) INTO v_lo, v_hi FROM dedup_refp;
     -- unchanged: same document fields and the same clause set
@@ -78,7 +81,7 @@ BEGIN
      WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at
        AND d.content_sha1 = r.sha1 AND d.title_sha1 IS NOT DISTINCT FROM r.title_sha1
        AND d.simhash = r.simhash AND d.text_length = r.length AND d.norm_version = r.norm_version
-       AND d.minhash IS NOT DISTINCT FROM r.minhash AND d.facts IS NOT DISTINCT FROM r.facts
+       AND d.minhash IS NOT DISTINCT FROM r.signature AND d.facts IS NOT DISTINCT FROM r.facts
        AND dedup_document_clauses(d.doc_id, d.seen_at, d.clauses) = r.clauses;
     SELECT count(*) INTO v_changed FROM dedup_refp;
     IF v_changed = 0 THEN
@@ -91,11 +94,11 @@ BEGIN
     -- the MinHash bands follow the signature (as dedup_store_document writes them)
     DELETE FROM document_minhash_bands b USING dedup_refp r
      WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = r.doc_id AND b.seen_at = r.seen_at
-       AND r.minhash IS DISTINCT FROM r.old_minhash;
+       AND r.signature IS DISTINCT FROM r.old_minhash;
     INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys)
     SELECT r.doc_id, r.seen_at, dedup_minhash_bands(r.minhash)
       FROM dedup_refp r
-     WHERE r.minhash IS DISTINCT FROM r.old_minhash AND cardinality(dedup_minhash_bands(r.minhash)) > 0;
+     WHERE r.signature IS DISTINCT FROM r.old_minhash AND cardinality(dedup_minhash_bands(r.minhash)) > 0;
     -- and the SimHash bands the simhash
     DELETE FROM document_simhash_bands b USING dedup_refp r
      WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = r.doc_id AND b.seen_at = r.seen_at
@@ -107,7 +110,7 @@ BEGIN
     UPDATE documents d
        SET content_sha1 = r.sha1, title_sha1 = r.title_sha1, simhash = r.simhash,
            text_length = r.length, clause_count = cardinality(r.clauses), norm_version = r.norm_version,
-           minhash = r.minhash, facts = r.facts,
+           minhash = r.signature, facts = r.facts,
            clauses = dedup_clause_array(r.clauses)
       FROM dedup_refp r
      WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at AND d.seen_at BETWEEN v_lo AND v_hi;
