@@ -10,7 +10,7 @@
 -- (EXPLAIN ANALYZE; pg_stat_statements: 181 of 381 us a check on average).
 -- Now documents.minhash holds the same 128 16-bit values as 2,048 bits, value
 -- i in bits 16i to 16i+15, and two signatures are compared by XOR, folds and
--- a bit count: 3-6 us a pair, the same value on every pair. The item carries
+-- a bit count: 2.5-6 us a pair, the same value on every pair. The item carries
 -- its signature twice (dedup_item.signature, the bits dedup_pg sends ready,
 -- beside minhash, the values the bands and lock stripes are cut from); an
 -- item made in SQL (a restored candidate, the rebuild) has its bits computed

@@ -254,8 +254,8 @@ $$;
 -- probability 2^-16: the estimate is high by (1 - J) / 65536 on average, 1/128
 -- for ~1 pair in 500. The XOR of two signatures is zero on every value they
 -- share; four ORs of shifted copies fold each value's 16 bits onto its first
--- bit, and the values that differ are the first bits set. 3-6 us a pair, where
--- the values as smallint[] arrays compared by unnest took ~20 (revision 0040;
+-- bit, and the values that differ are the first bits set. 2.5-6 us a pair, where
+-- the values as smallint[] arrays compared by unnest took 17-29 (revision 0040;
 -- the MinHash layer compares every stored text sharing a band with the
 -- incoming one: 18 a check that has any at 1M documents, BENCHMARKS.md). A
 -- signature of another length is compared value by value.
