@@ -194,8 +194,9 @@ class Fingerprint:
         0029). A schema before that revision reads JSON arrays only
         (``database.reads_array_literals``).
 
-        ``signature`` is the MinHash signature again as ``documents.minhash``
-        stores it (revision 0040): its 16-bit values one after the other, in
+        ``signature`` is the MinHash signature again as
+        ``document_minhash_bands.signature`` stores it (revision 0040; on
+        ``documents`` before 0041): its 16-bit values one after the other, in
         the hex form of PostgreSQL's bit strings (``"x0a1f..."``); a schema
         before that revision ignores it."""
         item = self.wire()

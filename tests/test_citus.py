@@ -740,7 +740,7 @@ def test_a_cluster_database_is_upgraded_through_the_revisions(citus_cluster, cit
     assert database.current_revision(citus_dsn) == database.shipped_head()
     with psycopg.connect(citus_dsn) as conn:  # 0026 cut the band keys again
         same, stored = conn.execute(
-            "SELECT count(*) FILTER (WHERE b.band_keys = dedup_minhash_bands(dedup_minhash_values(d.minhash))), count(*)"
+            "SELECT count(*) FILTER (WHERE b.band_keys = dedup_minhash_bands(dedup_minhash_values(b.signature))), count(*)"
             " FROM documents d JOIN document_minhash_bands b USING (doc_id, seen_at)"
         ).fetchone()
     assert same == stored > 0

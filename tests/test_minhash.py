@@ -164,16 +164,21 @@ def test_synonym_rewrite_is_a_minhash_duplicate(dd, sina):
     assert unchecked.verdict == "new", unchecked
 
 
-#: Each stored document's signature as its 16-bit values (revision 0040 stores bits).
-VALUES_SQL = "SELECT external_id, dedup_minhash_values(minhash) FROM documents"
+#: Each stored document's signature as its 16-bit values (revision 0040 stores bits,
+#: on the document's band row since revision 0041).
+VALUES_SQL = (
+    "SELECT d.external_id, dedup_minhash_values(b.signature)"
+    " FROM documents d JOIN document_minhash_bands b USING (doc_id, seen_at)"
+)
 
 
 def test_signatures_as_bits_compare_as_the_values(dd, sina):
-    """Revision 0040: documents.minhash holds the 16-bit values as bits, the
-    item sends them ready (fingerprint.signature_bits, what SQL's
-    dedup_minhash_bits makes of the values), dedup_minhash_values gives the
-    values back, and dedup_minhash_similarity on the bits is the share of equal
-    values on every pair of real signatures, near-duplicates included."""
+    """Revision 0040: a stored signature holds the 16-bit values as bits (on its
+    band row since revision 0041), the item sends them ready
+    (fingerprint.signature_bits, what SQL's dedup_minhash_bits makes of the
+    values), dedup_minhash_values gives the values back, and
+    dedup_minhash_similarity on the bits is the share of equal values on every
+    pair of real signatures, near-duplicates included."""
     from dedup_pg.fingerprint import signature_bits
 
     texts = [a["body"] for a in sina[:40]]
@@ -243,7 +248,7 @@ def test_signatures_of_32_bits_become_their_low_16_on_upgrade(dd, dsn, sina):
         assert dict(new.conn.execute(VALUES_SQL).fetchall()) == now
         assert new.conn.execute(
             "SELECT count(*) FROM documents d JOIN document_minhash_bands b USING (doc_id, seen_at)"
-            " WHERE b.band_keys = dedup_minhash_bands(dedup_minhash_values(d.minhash))"
+            " WHERE b.band_keys = dedup_minhash_bands(dedup_minhash_values(b.signature))"
         ).fetchone()[0] == len(originals)
         a = originals[2]
         copy = {"id": "syn", "title": synonyms(a["title"]), "body": synonyms(a["body"])}

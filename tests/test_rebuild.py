@@ -261,18 +261,17 @@ def test_refingerprint_fills_minhash_and_facts_and_a_rebuild_finds_a_minhash_dup
     assert dd.ingest_batch([rewrite], HASHES_OFF | {"minhash_threshold": None})[0].verdict == "new"
 
     # documents stored before revision 0008: no signature, facts or bands
-    dd.conn.execute("UPDATE documents SET minhash = NULL, facts = NULL")
+    dd.conn.execute("UPDATE documents SET facts = NULL")
     dd.conn.execute("DELETE FROM document_minhash_bands")
     assert rb.rebuild(dd.conn, options=dd.options, dry_run=True, overrides=HASHES_OFF).pairs == 0
 
     result = rb.refingerprint(dd.conn, options=dd.options)
     assert result.done == result.changed == len(docs) + 1
     rows = dd.conn.execute(
-        "SELECT d.doc_id, d.title, d.body, dedup_minhash_values(d.minhash), d.facts,"
-        " (SELECT array_agg(k ORDER BY k) FROM document_minhash_bands b, unnest(b.band_keys) k"
-        "   WHERE b.doc_id = d.doc_id AND b.seen_at = d.seen_at),"
-        " ARRAY(SELECT DISTINCT k FROM unnest(dedup_minhash_bands(dedup_minhash_values(d.minhash))) k ORDER BY 1)"
-        " FROM documents d"
+        "SELECT d.doc_id, d.title, d.body, dedup_minhash_values(m.signature), d.facts,"
+        " (SELECT array_agg(k ORDER BY k) FROM unnest(m.band_keys) k),"
+        " ARRAY(SELECT DISTINCT k FROM unnest(dedup_minhash_bands(dedup_minhash_values(m.signature))) k ORDER BY 1)"
+        " FROM documents d LEFT JOIN document_minhash_bands m USING (doc_id, seen_at)"
     ).fetchall()
     assert len(rows) == len(docs) + 1
     for _, title, body, sig, facts, bands, expected_bands in rows:

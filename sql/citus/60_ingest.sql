@@ -45,7 +45,7 @@ BEGIN
                   WHERE c.doc_id = p_doc_id AND c.seen_at = p_seen_at ORDER BY 1);
 END $$;
 
--- from sql/schema/60_ingest.sql dedup_document_item: sha256 953044a6ab194923
+-- from sql/schema/60_ingest.sql dedup_document_item: sha256 5f922e49e92cbd40
 -- Citus: PL/pgSQL; the clause rows read before the document row (a
 -- correlated subquery on a table distributed by another column), and the
 -- item built here from the row read (a ROW(...) sent to the worker with a
@@ -61,9 +61,10 @@ BEGIN
     v_rows := ARRAY(SELECT c.clause_hash FROM document_clauses c
                      WHERE c.doc_id = p_doc_id AND c.seen_at = p_seen_at);
     SELECT x.external_id, x.title, x.body, x.url, x.source, x.seen_at, x.published_at, x.content_sha1,
-           x.title_sha1, x.simhash, x.text_length, x.clauses, x.norm_version, x.minhash, x.facts
+           x.title_sha1, x.simhash, x.text_length, x.clauses, x.norm_version, m.signature, x.facts
       INTO d
       FROM documents x
+      LEFT JOIN document_minhash_bands m ON m.doc_id = x.doc_id AND m.seen_at = x.seen_at  -- co-located
      WHERE x.doc_id = p_doc_id AND x.seen_at = p_seen_at;
     IF NOT FOUND THEN
         RETURN NULL;
@@ -71,10 +72,10 @@ BEGIN
     v_clauses := coalesce(d.clauses, ARRAY(SELECT h FROM unnest(v_rows) h ORDER BY 1));
     RETURN ROW(0, d.external_id, d.title, d.body, d.url, d.source, d.seen_at, d.published_at,
                encode(d.content_sha1, 'hex'), encode(d.title_sha1, 'hex'), d.simhash, d.text_length,
-               v_clauses, d.norm_version, dedup_minhash_values(d.minhash), d.facts,
+               v_clauses, d.norm_version, dedup_minhash_values(d.signature), d.facts,
                ARRAY(SELECT h FROM unnest(v_rows) h
                       WHERE h <> ALL (dedup_clause_rows(v_clauses, '{}'))),
-               d.minhash)::dedup_item;
+               d.signature)::dedup_item;
 END $$;
 
 -- from sql/schema/60_ingest.sql dedup_redelivered: sha256 bb031afc4af82057
@@ -129,7 +130,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 817fbbe5fb6156dd
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 eb477a2d9cebf4a9
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -210,7 +211,7 @@ DECLARE
     v_mh_seen timestamptz[];
     -- Citus: candidates' document rows, fetched before the coordinator-side checks
     v_f_docs bigint[]; v_f_seen timestamptz[]; v_f_ext text[]; v_f_n integer[];
-    v_f_sha1 bytea[]; v_f_sim double precision[]; v_f_shared integer[];
+    v_f_sha1 bytea[]; v_mh_sim double precision[]; v_f_shared integer[];
     v_matched_facts integer[];
     v_matched_clauses bigint[];
     v_held bigint[];
@@ -573,29 +574,32 @@ BEGIN
         -- Catches what changes a word in most clauses: synonyms, reworded leads.
         IF verdict IS NULL AND m_doc_id IS NULL AND it.minhash IS NOT NULL AND v_mh_dup IS NOT NULL THEN
             v_mh_bands := dedup_minhash_bands(it.minhash);  -- stored with the item below
-            -- Citus: the band holders first (every shard's GIN index), then their
-            -- documents by doc_id (theirs), ranked and whitelist-checked here
-            SELECT array_agg(b.doc_id), array_agg(b.seen_at) INTO v_mh_docs, v_mh_seen
-              FROM (SELECT b.doc_id, b.seen_at FROM document_minhash_bands b
+            -- the item's signature as the stored ones, in bits
+            v_signature := coalesce(it.signature, dedup_minhash_bits(it.minhash));
+            -- Citus: the band holders and their similarity first (every
+            -- shard's GIN index; each band row holds its signature), then
+            -- their documents by doc_id (theirs), ranked and whitelist-checked
+            -- here
+            SELECT array_agg(b.doc_id), array_agg(b.seen_at), array_agg(b.sim) INTO v_mh_docs, v_mh_seen, v_mh_sim
+              FROM (SELECT b.doc_id, b.seen_at, dedup_minhash_similarity(b.signature, v_signature) AS sim
+                      FROM document_minhash_bands b
                      WHERE b.band_keys && v_mh_bands AND b.seen_at BETWEEN v_lo AND v_hi) b;
             -- their documents only when there are some (most texts share no band):
             -- a statement over documents runs on every shard
             IF v_mh_docs IS NOT NULL THEN
-                -- the item's signature as the stored ones, in bits
-                v_signature := coalesce(it.signature, dedup_minhash_bits(it.minhash));
                 SELECT array_agg(d.doc_id), array_agg(d.seen_at), array_agg(d.external_id),
-                       array_agg(d.content_sha1), array_agg(dedup_minhash_similarity(d.minhash, v_signature))
-                  INTO v_f_docs, v_f_seen, v_f_ext, v_f_sha1, v_f_sim
+                       array_agg(d.content_sha1)
+                  INTO v_f_docs, v_f_seen, v_f_ext, v_f_sha1
                   FROM documents d
                  WHERE d.doc_id = ANY (v_mh_docs) AND d.seen_at BETWEEN v_lo AND v_hi;
-                SELECT c.doc_id, c.seen_at, d.external_id, d.sim AS sim
+                SELECT c.doc_id, c.seen_at, d.external_id, c.sim AS sim
                   INTO v_cand
-                  FROM unnest(v_mh_docs, v_mh_seen) c(doc_id, seen_at)
-                  JOIN unnest(v_f_docs, v_f_seen, v_f_ext, v_f_sha1, v_f_sim)
-                       d(doc_id, seen_at, external_id, content_sha1, sim)
+                  FROM unnest(v_mh_docs, v_mh_seen, v_mh_sim) c(doc_id, seen_at, sim)
+                  JOIN unnest(v_f_docs, v_f_seen, v_f_ext, v_f_sha1)
+                       d(doc_id, seen_at, external_id, content_sha1)
                     ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
                  WHERE NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)
-                 ORDER BY sim DESC, c.seen_at, c.doc_id
+                 ORDER BY c.sim DESC, c.seen_at, c.doc_id
                  LIMIT 1;
                 IF v_cand.doc_id IS NOT NULL THEN
                     IF v_mode = 'gated' THEN

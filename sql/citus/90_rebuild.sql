@@ -9,7 +9,7 @@
 -- coordinator (as on a single node): on a cluster it runs on the coordinator,
 -- it does not scale out.
 
--- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 97f46d0ce92e3dcf
+-- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 fbe8c819fcaa3f9f
 CREATE OR REPLACE FUNCTION dedup_rebuild_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
                verdict text, layer text, score double precision, distance integer, thresholds jsonb)
@@ -159,7 +159,7 @@ BEGIN
     DELETE FROM dedup_rb_pairs p
      WHERE EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = p.a_sha1);
 
-    -- Signatures and facts are read from documents for the rows that need
+    -- Signatures (their MinHash rows) and facts (documents) are read for the rows that need
     -- them only (dedup_rb_docs, which holds every document, stays small).
     -- Citus: fetched first, in one statement pruned by doc_id, into a
     -- temporary table: the single-node correlated subqueries on documents
@@ -167,7 +167,9 @@ BEGIN
     -- tables are not supported": dedup_rb_pairs is a temporary table)
     v_ids := ARRAY(SELECT p.a_id FROM dedup_rb_pairs p UNION SELECT p.b_id FROM dedup_rb_pairs p);
     CREATE TEMP TABLE dedup_rb_sig ON COMMIT DROP AS
-    SELECT d.doc_id, d.seen_at, d.minhash, d.facts, d.body FROM documents d
+    SELECT d.doc_id, d.seen_at, m.signature, d.facts, d.body
+      FROM documents d
+      LEFT JOIN document_minhash_bands m ON m.doc_id = d.doc_id AND m.seen_at = d.seen_at  -- co-located
      WHERE d.doc_id = ANY (v_ids) AND d.seen_at >= v_from;
     CREATE INDEX ON dedup_rb_sig (doc_id);
     ANALYZE dedup_rb_sig;
@@ -175,7 +177,7 @@ BEGIN
     WITH ev AS (
         SELECT p.*,
                CASE WHEN p.mh_band AND NOT p.exact THEN
-                   (SELECT dedup_minhash_similarity(db.minhash, da.minhash)
+                   (SELECT dedup_minhash_similarity(db.signature, da.signature)
                       FROM dedup_rb_sig da, dedup_rb_sig db  -- Citus: dedup_rb_sig
                      WHERE da.doc_id = p.a_id AND da.seen_at = p.a_seen
                        AND db.doc_id = p.b_id AND db.seen_at = p.b_seen) END AS mh_sim,
@@ -400,7 +402,7 @@ BEGIN
           s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
 END $$;
 
--- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 7ffa97cef93eae39
+-- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 df92269be6f8400e
 -- Citus: the single-node statements join the batch's temporary table with
 -- documents, document_clauses and the band and digest tables (INSERT ...
 -- JOIN documents, DELETE ... USING documents, UPDATE ... FROM, a correlated
@@ -444,8 +446,10 @@ BEGIN
     DROP TABLE IF EXISTS dedup_refp_d, dedup_refp_c;
     CREATE TEMP TABLE dedup_refp_d ON COMMIT DROP AS
     SELECT d.doc_id, d.seen_at, d.content_sha1, d.title_sha1, d.simhash, d.text_length, d.norm_version,
-           d.minhash, d.facts, d.clauses
-      FROM documents d WHERE d.doc_id = ANY (v_ids) AND d.seen_at BETWEEN v_lo AND v_hi;
+           m.signature, d.facts, d.clauses
+      FROM documents d
+      LEFT JOIN document_minhash_bands m ON m.doc_id = d.doc_id AND m.seen_at = d.seen_at  -- co-located
+     WHERE d.doc_id = ANY (v_ids) AND d.seen_at BETWEEN v_lo AND v_hi;
     -- and the clause rows of those with a row for each clause (no array)
     v_whole := ARRAY(SELECT d.doc_id FROM dedup_refp_d d WHERE d.clauses IS NULL);
     CREATE TEMP TABLE dedup_refp_c ON COMMIT DROP AS
@@ -456,7 +460,7 @@ BEGIN
     -- the single-node INSERT's join: items whose document is gone are dropped
     DELETE FROM dedup_refp r
      WHERE NOT EXISTS (SELECT 1 FROM dedup_refp_d d WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at);
-    UPDATE dedup_refp r SET old_sha1 = d.content_sha1, old_minhash = d.minhash, old_simhash = d.simhash
+    UPDATE dedup_refp r SET old_sha1 = d.content_sha1, old_minhash = d.signature, old_simhash = d.simhash
       FROM dedup_refp_d d WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at;
     -- unchanged: same document fields and the same clause set
     DELETE FROM dedup_refp r
@@ -464,7 +468,7 @@ BEGIN
      WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at
        AND d.content_sha1 = r.sha1 AND d.title_sha1 IS NOT DISTINCT FROM r.title_sha1
        AND d.simhash = r.simhash AND d.text_length = r.length AND d.norm_version = r.norm_version
-       AND d.minhash IS NOT DISTINCT FROM r.signature AND d.facts IS NOT DISTINCT FROM r.facts
+       AND d.signature IS NOT DISTINCT FROM r.signature AND d.facts IS NOT DISTINCT FROM r.facts
        AND coalesce(d.clauses, (SELECT c.clauses FROM dedup_refp_c c
                                   WHERE c.doc_id = r.doc_id AND c.seen_at = r.seen_at), '{}') = r.clauses;
     SELECT count(*) INTO v_changed FROM dedup_refp;
@@ -476,14 +480,15 @@ BEGIN
      WHERE c.seen_at BETWEEN v_lo AND v_hi AND c.doc_id = ANY (v_ids);
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
     SELECT h, r.doc_id, r.seen_at FROM dedup_refp r, unnest(dedup_clause_rows(r.clauses, r.lead)) h;
-    -- the MinHash bands follow the signature (as dedup_store_document writes them)
+    -- the MinHash row (bands and signature) follows the signature (as
+    -- dedup_store_document writes it)
     v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r WHERE r.signature IS DISTINCT FROM r.old_minhash);
     DELETE FROM document_minhash_bands b
      WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = ANY (v_ids);
-    INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys)
-    SELECT r.doc_id, r.seen_at, dedup_minhash_bands(r.minhash)
+    INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys, signature)
+    SELECT r.doc_id, r.seen_at, dedup_minhash_bands(r.minhash), r.signature
       FROM dedup_refp r
-     WHERE r.signature IS DISTINCT FROM r.old_minhash AND cardinality(dedup_minhash_bands(r.minhash)) > 0;
+     WHERE r.signature IS DISTINCT FROM r.old_minhash AND r.signature IS NOT NULL;
     -- and the SimHash bands the simhash
     v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r WHERE r.simhash IS DISTINCT FROM r.old_simhash);
     DELETE FROM document_simhash_bands b
@@ -496,7 +501,7 @@ BEGIN
         UPDATE documents d
            SET content_sha1 = v_row.sha1, title_sha1 = v_row.title_sha1, simhash = v_row.simhash,
                text_length = v_row.length, clause_count = cardinality(v_row.clauses), norm_version = v_row.norm_version,
-               minhash = v_row.signature, facts = v_row.facts,
+               facts = v_row.facts,
                clauses = dedup_clause_array(v_row.clauses)
          WHERE d.doc_id = v_row.doc_id AND d.seen_at = v_row.seen_at;
         -- the exact layer: the old digest goes with the old text

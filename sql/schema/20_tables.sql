@@ -31,15 +31,12 @@ CREATE TABLE documents (
     clause_count    integer NOT NULL,
     norm_version    smallint NOT NULL,
     ingested_at     timestamptz NOT NULL DEFAULT now(),
-    minhash         bit varying,
     facts           integer[],
     -- every distinct clause hash of a text whose rows in document_clauses are
     -- a sample (dedup_clause_rows: 16 clauses or more), ascending; NULL when
     -- document_clauses holds a row for each (dedup_document_clauses reads both)
     clauses         bigint[]
 ) PARTITION BY RANGE (seen_at);
-COMMENT ON COLUMN documents.minhash IS
-    'MinHash signature over character 5-grams of the normalized text as 2,048 bits: 128 values of 16 bits (the low bits of each minimum, dedup_pg/minhash.py), value i in bits 16i to 16i+15; dedup_minhash_values(minhash) gives them as smallint[]; null for texts too short';
 COMMENT ON COLUMN documents.facts IS
     'keys of the numbers, proper names and titles of the text (each one''s SHA-256, first 4 bytes, signed: dedup_pg.facts.fact_key), for verifying near-duplicate matches';
 -- doc_id is unique by construction (one sequence). There is deliberately no
@@ -167,8 +164,8 @@ CREATE INDEX ingest_errors_seen_at_idx ON ingest_errors (seen_at);
 -- One fingerprinted document, as dedup_pg.deduper sends it (see dedup_ingest).
 -- Its MinHash signature comes twice: minhash (smallint[]), what the bands and
 -- lock stripes are cut from, and signature, the same 128 values as the 2,048
--- bits documents.minhash stores them in (dedup_minhash_bits; null: computed
--- from minhash where stored).
+-- bits document_minhash_bands.signature stores them in (dedup_minhash_bits;
+-- null: computed from minhash where stored).
 CREATE TYPE dedup_item AS (
     pos integer, external_id text, title text, body text, url text, source text,
     seen_at timestamptz, published_at timestamptz, sha1 text, title_sha1 text,

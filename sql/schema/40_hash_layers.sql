@@ -129,32 +129,38 @@ COMMENT ON TABLE document_simhash_bands IS
     'SimHash bands of stored documents (4 per document: band_key = band number << 16 | its 16 bits, see dedup_simhash_band_keys): the SimHash layer''s candidate lookup; partitioned by ISO week';
 
 -- MinHash: a signature of 128 minimums over the text's character 5-grams
--- (computed in Python, dedup_pg/minhash.py) is stored with the document
--- (documents.minhash) and cut into 16 bands of 3 values (dedup_minhash_bands);
--- the 16 band values of a document are one row here, under a GIN index: two
--- texts sharing a band value are compared on the whole signature (estimated
--- Jaccard). It finds what changes a word in most clauses: synonym rewrites,
--- reworded leads.
--- A signature's values are 16 bits each (smallint[]): equal minimums are what
--- the estimate counts, and two unequal ones agree on 16 bits once in 65,536.
--- 32-bit values (before revision 0026) cost a document 525 bytes where these
--- cost 280; the 11,377 verdicts of bench/bytes.py are the same either way.
+-- (computed in Python, dedup_pg/minhash.py), cut into 16 bands of 3 values
+-- (dedup_minhash_bands). A document's band values are one row here, under a
+-- GIN index, with the signature itself: two texts sharing a band value are
+-- compared on the whole signature (estimated Jaccard). It finds what changes a
+-- word in most clauses: synonym rewrites, reworded leads.
+-- A signature's values are 16 bits each: equal minimums are what the estimate
+-- counts, and two unequal ones agree on 16 bits once in 65,536. 32-bit values
+-- (before revision 0026) cost a document 525 bytes where these cost 280; the
+-- 11,377 verdicts of bench/bytes.py are the same either way. They are stored
+-- as 2,048 bits (revision 0040; dedup_minhash_values gives them as smallint[]).
 -- One row a document, not one a band: a row a band cost its 52 bytes of heap
 -- and ~52 of btree for each of its then 32 values (3,298 bytes a document on
 -- sina2018, bench/bytes.py); the array and its GIN entries cost ~1,650. The
--- probe's candidates are looked up in documents anyway (for their signature),
--- so the index-only scan the btree allowed saved nothing. fastupdate off: a
--- pending list would be scanned by every probe.
+-- signature is on this row, not on the document's (until revision 0041 it
+-- was documents.minhash): the probe's bitmap scan reads the rows of the texts
+-- sharing a band anyway, so it ranks them by similarity there, and only the
+-- best one's document is read (a candidate's documents row cost ~7 us, 18
+-- candidates a check that has any at 1M documents, BENCHMARKS.md). fastupdate
+-- off: a pending list would be scanned by every probe.
 CREATE TABLE document_minhash_bands (
     doc_id    bigint NOT NULL,
     seen_at   timestamptz NOT NULL,
-    band_keys bigint[] NOT NULL
+    band_keys bigint[] NOT NULL,
+    signature bit varying NOT NULL
 ) PARTITION BY RANGE (seen_at);
 CREATE INDEX document_minhash_bands_keys_idx ON document_minhash_bands
     USING gin (band_keys) WITH (fastupdate = off);
 CREATE INDEX document_minhash_bands_doc_id_idx ON document_minhash_bands USING brin (doc_id);
 COMMENT ON TABLE document_minhash_bands IS
-    'MinHash band values of stored documents (one row a document with a signature: its 16 band keys, dedup_minhash_bands, under a GIN index): the MinHash layer''s candidate lookup; partitioned by ISO week';
+    'MinHash signatures of stored documents and their band values (one row a document with a signature: its 16 band keys, dedup_minhash_bands, under a GIN index): the MinHash layer''s candidate lookup and comparison; partitioned by ISO week';
+COMMENT ON COLUMN document_minhash_bands.signature IS
+    'MinHash signature over character 5-grams of the normalized text as 2,048 bits: 128 values of 16 bits (the low bits of each minimum, dedup_pg/minhash.py), value i in bits 16i to 16i+15; dedup_minhash_values(signature) gives them as smallint[]';
 
 -- All band values within p_radius bits of p_band (radius 0 or 1; 2 is allowed
 -- but costs 137 probes a band).
@@ -229,7 +235,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                    FROM generate_series(0, least(16, cardinality(p_minhash) / 3) - 1) b)
 $$;
 
--- A signature as documents.minhash stores it: its 16-bit values one after
+-- A signature as document_minhash_bands.signature stores it: its 16-bit values one after
 -- the other, value i in bits 16i to 16i+15 (2,048 bits for 128 values), and
 -- back. dedup_pg sends an item's bits ready (dedup_item.signature); these
 -- serve the items made in SQL (restored candidates, the rebuild).
@@ -249,7 +255,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                              FROM generate_series(0, length(p_bits) / 16 - 1) i ORDER BY i) END
 $$;
 
--- Estimated Jaccard of two signatures (documents.minhash): the share of
+-- Estimated Jaccard of two signatures (document_minhash_bands.signature): the share of
 -- equal values. Two unequal minimums agree on the 16 bits kept with
 -- probability 2^-16: the estimate is high by (1 - J) / 65536 on average, 1/128
 -- for ~1 pair in 500. The XOR of two signatures is zero on every value they

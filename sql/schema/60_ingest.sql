@@ -44,16 +44,18 @@ RETURNS void
 LANGUAGE sql AS $$
     INSERT INTO documents (doc_id, seen_at, external_id, title, body, url, source, published_at,
                            content_sha1, title_sha1, simhash, text_length, clause_count, norm_version,
-                           minhash, facts, clauses)
+                           facts, clauses)
     VALUES (p_doc_id, p_item.seen_at, p_item.external_id, p_item.title, p_item.body, p_item.url,
             p_item.source, p_item.published_at, decode(p_item.sha1, 'hex'), decode(p_item.title_sha1, 'hex'),
             p_item.simhash, p_item.length, cardinality(coalesce(p_item.clauses, '{}')), p_item.norm_version,
-            coalesce(p_item.signature, dedup_minhash_bits(p_item.minhash)), p_item.facts,
-            dedup_clause_array(p_item.clauses));
+            p_item.facts, dedup_clause_array(p_item.clauses));
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
     SELECT DISTINCT h, p_doc_id, p_item.seen_at FROM unnest(dedup_clause_rows(p_item.clauses, p_item.lead, p_held)) h;
-    INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys)
-    SELECT p_doc_id, p_item.seen_at, p_minhash_bands WHERE cardinality(p_minhash_bands) > 0;
+    -- a text with a signature has a row (its signature; band keys from 3 values)
+    INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys, signature)
+    SELECT p_doc_id, p_item.seen_at, coalesce(p_minhash_bands, '{}'), x.signature
+      FROM (SELECT coalesce(p_item.signature, dedup_minhash_bits(p_item.minhash)) AS signature) x
+     WHERE x.signature IS NOT NULL;
     -- the four keys of dedup_simhash_band_keys(simhash) spelled out, as the
     -- probe does (backend CPU on 5,000 sina2018 articles 0.852 -> 0.832 ms a
     -- document, medians of 3 alternating runs)
@@ -106,12 +108,14 @@ RETURNS dedup_item
 LANGUAGE sql STABLE AS $$
     SELECT ROW(0, d.external_id, d.title, d.body, d.url, d.source, d.seen_at, d.published_at,
                encode(d.content_sha1, 'hex'), encode(d.title_sha1, 'hex'), d.simhash, d.text_length,
-               x.clauses, d.norm_version, dedup_minhash_values(d.minhash), d.facts,
+               x.clauses, d.norm_version, dedup_minhash_values(m.signature), d.facts,
                ARRAY(SELECT c.clause_hash FROM document_clauses c
                       WHERE c.doc_id = d.doc_id AND c.seen_at = d.seen_at
                         AND c.clause_hash <> ALL (dedup_clause_rows(x.clauses, '{}'))),
-               d.minhash)::dedup_item
-      FROM documents d, LATERAL (SELECT dedup_document_clauses(d.doc_id, d.seen_at, d.clauses) AS clauses) x
+               m.signature)::dedup_item
+      FROM documents d
+      CROSS JOIN LATERAL (SELECT dedup_document_clauses(d.doc_id, d.seen_at, d.clauses) AS clauses) x
+      LEFT JOIN document_minhash_bands m ON m.doc_id = d.doc_id AND m.seen_at = d.seen_at
      WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at
 $$;
 
@@ -305,8 +309,6 @@ DECLARE
     v_facts_added double precision;
     v_added double precision;
     v_mh_bands bigint[];
-    v_mh_docs bigint[];
-    v_mh_seen timestamptz[];
     v_matched_facts integer[];
     v_matched_clauses bigint[];
     v_held bigint[];
@@ -636,40 +638,39 @@ BEGIN
         -- Catches what changes a word in most clauses: synonyms, reworded leads.
         IF verdict IS NULL AND m_doc_id IS NULL AND it.minhash IS NOT NULL AND v_mh_dup IS NOT NULL THEN
             v_mh_bands := dedup_minhash_bands(it.minhash);  -- stored with the item below
-            -- The candidates first, from the band table alone; their documents
-            -- are read only when there are some (most texts share no band). A
-            -- statement over documents locks every day partition kept (its
-            -- generic plan holds them all; run-time pruning reads only the
-            -- window's): run for every text, the join made a dry-run check of a
-            -- new text cost ~1.0 ms with two years of days kept against ~0.66
-            -- with the window's only (~0.73 now; bench/retained_days.py).
-            SELECT array_agg(b.doc_id), array_agg(b.seen_at) INTO v_mh_docs, v_mh_seen
-              FROM document_minhash_bands b
-             WHERE b.band_keys && v_mh_bands AND b.seen_at BETWEEN v_lo AND v_hi;
-            IF v_mh_docs IS NOT NULL THEN
-                -- the item's signature as the stored ones, in bits
-                v_signature := coalesce(it.signature, dedup_minhash_bits(it.minhash));
-                SELECT c.doc_id, c.seen_at, d.external_id, dedup_minhash_similarity(d.minhash, v_signature) AS sim
-                  INTO v_cand
-                  FROM unnest(v_mh_docs, v_mh_seen) c(doc_id, seen_at)
-                  JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
-                                  AND d.seen_at BETWEEN v_lo AND v_hi
-                 WHERE NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)
-                 ORDER BY sim DESC, c.seen_at, c.doc_id
-                 LIMIT 1;
-                IF v_cand.doc_id IS NOT NULL THEN
-                    IF v_mode = 'gated' THEN
-                        v_gate := v_gate || v_cand.doc_id;
-                    END IF;
-                    IF v_cand.sim >= v_mh_dup THEN
-                        m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
-                        m_layer := 'minhash'; m_score := v_cand.sim; m_dist := NULL;
-                    ELSIF v_cand.sim >= v_mh_review AND r_doc_id IS NULL THEN
-                        r_doc_id := v_cand.doc_id; r_seen_at := v_cand.seen_at; r_ext := v_cand.external_id;
-                        r_layer := 'minhash'; r_score := v_cand.sim; r_dist := NULL;
-                    END IF;
+            -- the item's signature as the stored ones, in bits
+            v_signature := coalesce(it.signature, dedup_minhash_bits(it.minhash));
+            -- The stored texts sharing a band, ranked by similarity on their
+            -- band rows (each holds its signature); the best one that is not
+            -- whitelisted decides, and only the documents row of the ones
+            -- looked at is read. A statement over documents locks every day
+            -- partition kept (its generic plan holds them all; run-time
+            -- pruning reads only the window's): run for every text, a join
+            -- made a dry-run check of a new text cost ~1.0 ms with two years
+            -- of days kept against ~0.66 with the window's only
+            -- (bench/retained_days.py); here it runs only for a text that
+            -- shares a band.
+            FOR v_cand IN
+                SELECT b.doc_id, b.seen_at, dedup_minhash_similarity(b.signature, v_signature) AS sim
+                  FROM document_minhash_bands b
+                 WHERE b.band_keys && v_mh_bands AND b.seen_at BETWEEN v_lo AND v_hi
+                 ORDER BY sim DESC, b.seen_at, b.doc_id
+            LOOP
+                SELECT d.external_id, d.content_sha1 INTO v_row
+                  FROM documents d WHERE d.doc_id = v_cand.doc_id AND d.seen_at = v_cand.seen_at;
+                CONTINUE WHEN NOT FOUND OR dedup_pair_whitelisted(v_sha1, v_row.content_sha1);
+                IF v_mode = 'gated' THEN
+                    v_gate := v_gate || v_cand.doc_id;
                 END IF;
-            END IF;
+                IF v_cand.sim >= v_mh_dup THEN
+                    m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_row.external_id;
+                    m_layer := 'minhash'; m_score := v_cand.sim; m_dist := NULL;
+                ELSIF v_cand.sim >= v_mh_review AND r_doc_id IS NULL THEN
+                    r_doc_id := v_cand.doc_id; r_seen_at := v_cand.seen_at; r_ext := v_row.external_id;
+                    r_layer := 'minhash'; r_score := v_cand.sim; r_dist := NULL;
+                END IF;
+                EXIT;
+            END LOOP;
         END IF;
 
         -- Fact check (dedup_facts_verdict): a near-duplicate match where each

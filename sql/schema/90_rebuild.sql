@@ -66,14 +66,15 @@ BEGIN
     INSERT INTO dedup_refp
     SELECT x.doc_id, x.seen_at, decode(x.sha1, 'hex'), decode(x.title_sha1, 'hex'), x.simhash,
            x.length, ARRAY(SELECT DISTINCT h FROM unnest(x.clauses) h ORDER BY 1), x.norm_version,
-           x.minhash, x.facts, x.lead, d.content_sha1, d.minhash, d.simhash,
+           x.minhash, x.facts, x.lead, d.content_sha1, m.signature, d.simhash,
            coalesce(x.signature, dedup_minhash_bits(x.minhash))
       FROM jsonb_to_recordset(p_items) AS x(doc_id bigint, seen_at timestamptz, sha1 text,
                                             title_sha1 text, simhash bigint, length integer,
                                             clauses bigint[], norm_version smallint,
                                             minhash smallint[], facts integer[], lead bigint[],
                                             signature bit varying)
-      JOIN documents d ON d.doc_id = x.doc_id AND d.seen_at = x.seen_at;
+      JOIN documents d ON d.doc_id = x.doc_id AND d.seen_at = x.seen_at
+      LEFT JOIN document_minhash_bands m ON m.doc_id = x.doc_id AND m.seen_at = x.seen_at;
     SELECT min(seen_at), max(seen_at) INTO v_lo, v_hi FROM dedup_refp;
     -- unchanged: same document fields and the same clause set
     DELETE FROM dedup_refp r
@@ -81,7 +82,7 @@ BEGIN
      WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at
        AND d.content_sha1 = r.sha1 AND d.title_sha1 IS NOT DISTINCT FROM r.title_sha1
        AND d.simhash = r.simhash AND d.text_length = r.length AND d.norm_version = r.norm_version
-       AND d.minhash IS NOT DISTINCT FROM r.signature AND d.facts IS NOT DISTINCT FROM r.facts
+       AND r.old_minhash IS NOT DISTINCT FROM r.signature AND d.facts IS NOT DISTINCT FROM r.facts
        AND dedup_document_clauses(d.doc_id, d.seen_at, d.clauses) = r.clauses;
     SELECT count(*) INTO v_changed FROM dedup_refp;
     IF v_changed = 0 THEN
@@ -91,14 +92,15 @@ BEGIN
      WHERE c.seen_at BETWEEN v_lo AND v_hi AND c.doc_id = r.doc_id AND c.seen_at = r.seen_at;
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
     SELECT h, r.doc_id, r.seen_at FROM dedup_refp r, unnest(dedup_clause_rows(r.clauses, r.lead)) h;
-    -- the MinHash bands follow the signature (as dedup_store_document writes them)
+    -- the MinHash row (bands and signature) follows the signature (as
+    -- dedup_store_document writes it)
     DELETE FROM document_minhash_bands b USING dedup_refp r
      WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = r.doc_id AND b.seen_at = r.seen_at
        AND r.signature IS DISTINCT FROM r.old_minhash;
-    INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys)
-    SELECT r.doc_id, r.seen_at, dedup_minhash_bands(r.minhash)
+    INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys, signature)
+    SELECT r.doc_id, r.seen_at, dedup_minhash_bands(r.minhash), r.signature
       FROM dedup_refp r
-     WHERE r.signature IS DISTINCT FROM r.old_minhash AND cardinality(dedup_minhash_bands(r.minhash)) > 0;
+     WHERE r.signature IS DISTINCT FROM r.old_minhash AND r.signature IS NOT NULL;
     -- and the SimHash bands the simhash
     DELETE FROM document_simhash_bands b USING dedup_refp r
      WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = r.doc_id AND b.seen_at = r.seen_at
@@ -110,7 +112,7 @@ BEGIN
     UPDATE documents d
        SET content_sha1 = r.sha1, title_sha1 = r.title_sha1, simhash = r.simhash,
            text_length = r.length, clause_count = cardinality(r.clauses), norm_version = r.norm_version,
-           minhash = r.signature, facts = r.facts,
+           facts = r.facts,
            clauses = dedup_clause_array(r.clauses)
       FROM dedup_refp r
      WHERE d.doc_id = r.doc_id AND d.seen_at = r.seen_at AND d.seen_at BETWEEN v_lo AND v_hi;
@@ -130,7 +132,7 @@ BEGIN
 END $$;
 
 COMMENT ON FUNCTION dedup_refingerprint(jsonb) IS
-    'Rewrite the fingerprints of stored documents (documents incl. minhash and facts, document_clauses, document_minhash_bands, document_simhash_bands, document_digests) with values computed under the current normalization; returns how many changed. Called by dedup-pg rebuild --refingerprint.';
+    'Rewrite the fingerprints of stored documents (documents incl. facts, document_clauses, document_minhash_bands incl. the signature, document_simhash_bands, document_digests) with values computed under the current normalization; returns how many changed. Called by dedup-pg rebuild --refingerprint.';
 
 -- Store fingerprinted items as documents without checking them (a corpus
 -- loaded for a rebuild, which then decides): the digest goes to the latest
@@ -321,16 +323,16 @@ BEGIN
     DELETE FROM dedup_rb_pairs p
      WHERE EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = p.a_sha1);
 
-    -- Signatures and facts are read from documents for the rows that need
+    -- Signatures (their MinHash rows) and facts (documents) are read for the rows that need
     -- them only (dedup_rb_docs, which holds every document, stays small).
     RETURN QUERY
     WITH ev AS (
         SELECT p.*,
                CASE WHEN p.mh_band AND NOT p.exact THEN
-                   (SELECT dedup_minhash_similarity(db.minhash, da.minhash)
-                      FROM documents da, documents db
-                     WHERE da.doc_id = p.a_id AND da.seen_at = p.a_seen
-                       AND db.doc_id = p.b_id AND db.seen_at = p.b_seen) END AS mh_sim,
+                   (SELECT dedup_minhash_similarity(mb.signature, ma.signature)
+                      FROM document_minhash_bands ma, document_minhash_bands mb
+                     WHERE ma.doc_id = p.a_id AND ma.seen_at = p.a_seen
+                       AND mb.doc_id = p.b_id AND mb.seen_at = p.b_seen) END AS mh_sim,
                p.shared::double precision / nullif(least(p.n_item, greatest(p.stored_n, p.shared)), 0) AS ratio,
                p.shared::double precision / nullif(p.n_item, 0) AS incoming_share,
                jsonb_build_object(
