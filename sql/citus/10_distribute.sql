@@ -39,7 +39,8 @@ SELECT create_distributed_table('document_embeddings', 'doc_id', colocate_with =
 -- The MinHash bands are one row a document (16 values under a GIN index), so
 -- by doc_id beside their documents: a probe asks every shard's index once (4
 -- shards: 4 index scans, where 16 band values by value read up to 16 shards),
--- and the candidates' signatures are on the same node.
+-- and each row holds its document's signature (revision 0041), so the
+-- candidates are ranked where they are found.
 SELECT create_distributed_table('document_minhash_bands', 'doc_id', colocate_with => 'documents');
 
 -- Everything else stays a plain table on the coordinator, where dedup_ingest

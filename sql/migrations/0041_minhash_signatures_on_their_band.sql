@@ -497,15 +497,14 @@ BEGIN
             -- the item's signature as the stored ones, in bits
             v_signature := coalesce(it.signature, dedup_minhash_bits(it.minhash));
             -- The stored texts sharing a band, ranked by similarity on their
-            -- band rows (each holds its signature); the best one that is not
-            -- whitelisted decides, and only the documents row of the ones
-            -- looked at is read. A statement over documents locks every day
-            -- partition kept (its generic plan holds them all; run-time
-            -- pruning reads only the window's): run for every text, a join
-            -- made a dry-run check of a new text cost ~1.0 ms with two years
-            -- of days kept against ~0.66 with the window's only
-            -- (bench/retained_days.py); here it runs only for a text that
-            -- shares a band.
+            -- band rows (each holds its signature: revision 0041). The best
+            -- one that is not whitelisted decides: documents rows are read from
+            -- the best down until one passes (one, unless whitelisted), and
+            -- only for a text that shares a band (a statement over documents
+            -- locks every day partition kept: run for every text, a join made
+            -- a dry-run check of a new text cost ~1.0 ms with two years of
+            -- days kept against ~0.66 with the window's only,
+            -- bench/retained_days.py).
             FOR v_cand IN
                 SELECT b.doc_id, b.seen_at, dedup_minhash_similarity(b.signature, v_signature) AS sim
                   FROM document_minhash_bands b
