@@ -511,3 +511,23 @@ def test_a_copied_body_does_not_excuse_sums_of_money_that_all_differ(dsn):
 
         assert verdict(True) == ("differ", True)
         assert verdict(False) == (None, True)
+
+
+def test_whole_text_containment_folds_the_incoming_body_as_the_stored_ones(template_dsn):
+    """Revision 0042: dedup_ingest folds the incoming body once a check
+    (dedup_folded_body) and compares it with each candidate's folded body
+    (dedup_folded_within), as dedup_body_within folds both: a repost whose copy
+    of the short item has other whitespace and full-width digits inside it is
+    still a whole-text duplicate, and one with a figure changed is not."""
+    short = "伊朗卫生部3月17日宣布，过去一天伊朗境内新增新冠肺炎感染者1178例，累计16169例，新增死亡135例。"
+
+    def spaced(text: str) -> str:
+        return text.replace("，", "， \n").replace("17", "１７")
+
+    a = {"title": None, "body": short}
+    b = {"title": None, "body": "【#伊朗新增1178例#】" + spaced(short) + "（记者）"}
+    other = spaced(short.replace("1178", "1187"))
+    changed = {"title": None, "body": "【#伊朗新增1187例#】" + other + "（记者）"}
+    assert ingest_pair(template_dsn, a, b) == ("duplicate", "a")
+    assert ingest_pair(template_dsn, a, b, containment_whole_text_chars=None)[0] != "duplicate"
+    assert ingest_pair(template_dsn, a, changed)[0] != "duplicate"

@@ -130,7 +130,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 654a9c4b566ccf58
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 f0bbbdd2ab698bd5
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -212,6 +212,7 @@ DECLARE
     -- Citus: candidates' document rows, fetched before the coordinator-side checks
     v_f_docs bigint[]; v_f_seen timestamptz[]; v_f_ext text[]; v_f_n integer[];
     v_f_sha1 bytea[]; v_mh_sim double precision[]; v_f_shared integer[];
+    v_folded text;  -- the incoming body as dedup_folded_body makes it
     v_matched_facts integer[];
     v_matched_clauses bigint[];
     v_held bigint[];
@@ -533,7 +534,8 @@ BEGIN
         -- its first sentence. A shorter text of more than three clauses
         -- lying whole in the other would share more than one, so only pairs
         -- with a side of at most three are read (the bodies are compared
-        -- only then). The earliest such text; the fact check follows.
+        -- only then; the incoming one is folded once, when a first pair is
+        -- compared). The earliest such text; the fact check follows.
         IF verdict IS NULL AND m_doc_id IS NULL AND v_cont_docs IS NOT NULL AND v_whole_chars IS NOT NULL THEN
             -- Citus: the candidates' counts in one statement pruned by
             -- doc_id (into arrays, as containment's above), then each
@@ -546,6 +548,7 @@ BEGIN
               FROM documents d
              WHERE d.doc_id = ANY (v_cont_docs) AND d.seen_at BETWEEN v_lo AND v_hi
                AND least(v_n_item, d.clause_count - v_n_boiler) <= 3;
+            v_folded := NULL;
             FOR v_w IN
             SELECT c.doc_id, c.seen_at, d.external_id, d.content_sha1
               FROM unnest(v_cont_docs, v_cont_seen, v_cont_rows) c(doc_id, seen_at, n_rows)
@@ -558,7 +561,9 @@ BEGIN
                 CONTINUE WHEN dedup_pair_whitelisted(v_sha1, v_w.content_sha1);
                 SELECT d.body INTO v_w_body FROM documents d
                  WHERE d.doc_id = v_w.doc_id AND d.seen_at = v_w.seen_at;
-                IF dedup_body_within(it.body, v_w_body, v_whole_chars) THEN
+                -- the incoming body folded once, at the first pair compared
+                v_folded := coalesce(v_folded, dedup_folded_body(it.body));
+                IF dedup_folded_within(v_folded, dedup_folded_body(v_w_body), v_whole_chars) THEN
                     IF v_mode = 'gated' THEN
                         v_gate := v_gate || v_w.doc_id;
                     END IF;
