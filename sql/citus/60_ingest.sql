@@ -209,9 +209,10 @@ DECLARE
     v_mh_bands bigint[];
     v_mh_docs bigint[];  -- Citus: the MinHash candidates, fetched in two steps
     v_mh_seen timestamptz[];
+    v_mh_sim double precision[];  -- and their similarity, from their band rows
     -- Citus: candidates' document rows, fetched before the coordinator-side checks
     v_f_docs bigint[]; v_f_seen timestamptz[]; v_f_ext text[]; v_f_n integer[];
-    v_f_sha1 bytea[]; v_mh_sim double precision[]; v_f_shared integer[];
+    v_f_sha1 bytea[]; v_f_shared integer[];
     v_folded text;  -- the incoming body as dedup_folded_body makes it
     v_matched_facts integer[];
     v_matched_clauses bigint[];
