@@ -9,7 +9,7 @@
 -- coordinator (as on a single node): on a cluster it runs on the coordinator,
 -- it does not scale out.
 
--- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 fbe8c819fcaa3f9f
+-- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 acf8e63e5246cc59
 CREATE OR REPLACE FUNCTION dedup_rebuild_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
                verdict text, layer text, score double precision, distance integer, thresholds jsonb)
@@ -159,12 +159,13 @@ BEGIN
     DELETE FROM dedup_rb_pairs p
      WHERE EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = p.a_sha1);
 
-    -- Signatures (their MinHash rows) and facts (documents) are read for the rows that need
-    -- them only (dedup_rb_docs, which holds every document, stays small).
-    -- Citus: fetched first, in one statement pruned by doc_id, into a
-    -- temporary table: the single-node correlated subqueries on documents
-    -- in the query below fail ("direct joins between distributed and local
-    -- tables are not supported": dedup_rb_pairs is a temporary table)
+    -- Signatures and facts are read for the rows that need them only
+    -- (dedup_rb_docs, which holds every document, stays small).
+    -- Citus: the facts and bodies too are fetched first (with the
+    -- signatures, in one statement pruned by doc_id, into the temporary
+    -- table): the single-node correlated subqueries on documents in the
+    -- query below fail ("direct joins between distributed and local tables
+    -- are not supported": dedup_rb_pairs is a temporary table)
     v_ids := ARRAY(SELECT p.a_id FROM dedup_rb_pairs p UNION SELECT p.b_id FROM dedup_rb_pairs p);
     CREATE TEMP TABLE dedup_rb_sig ON COMMIT DROP AS
     SELECT d.doc_id, d.seen_at, m.signature, d.facts, d.body
@@ -402,7 +403,7 @@ BEGIN
           s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
 END $$;
 
--- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 df92269be6f8400e
+-- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 2daf97c06f70b798
 -- Citus: the single-node statements join the batch's temporary table with
 -- documents, document_clauses and the band and digest tables (INSERT ...
 -- JOIN documents, DELETE ... USING documents, UPDATE ... FROM, a correlated

@@ -55,6 +55,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_lo timestamptz;
     v_hi timestamptz;
+    v_ids bigint[];
     v_changed integer;
 BEGIN
     CREATE TEMP TABLE IF NOT EXISTS dedup_refp (
@@ -66,16 +67,21 @@ BEGIN
     INSERT INTO dedup_refp
     SELECT x.doc_id, x.seen_at, decode(x.sha1, 'hex'), decode(x.title_sha1, 'hex'), x.simhash,
            x.length, ARRAY(SELECT DISTINCT h FROM unnest(x.clauses) h ORDER BY 1), x.norm_version,
-           x.minhash, x.facts, x.lead, d.content_sha1, m.signature, d.simhash,
+           x.minhash, x.facts, x.lead, d.content_sha1, NULL, d.simhash,
            coalesce(x.signature, dedup_minhash_bits(x.minhash))
       FROM jsonb_to_recordset(p_items) AS x(doc_id bigint, seen_at timestamptz, sha1 text,
                                             title_sha1 text, simhash bigint, length integer,
                                             clauses bigint[], norm_version smallint,
                                             minhash smallint[], facts integer[], lead bigint[],
                                             signature bit varying)
-      JOIN documents d ON d.doc_id = x.doc_id AND d.seen_at = x.seen_at
-      LEFT JOIN document_minhash_bands m ON m.doc_id = x.doc_id AND m.seen_at = x.seen_at;
-    SELECT min(seen_at), max(seen_at) INTO v_lo, v_hi FROM dedup_refp;
+      JOIN documents d ON d.doc_id = x.doc_id AND d.seen_at = x.seen_at;
+    SELECT min(seen_at), max(seen_at), array_agg(doc_id) INTO v_lo, v_hi, v_ids FROM dedup_refp;
+    -- the stored signatures: the batch's band rows in one pass (their doc_id
+    -- index is BRIN: a lookup a document costs more as the store grows)
+    UPDATE dedup_refp r SET old_minhash = m.signature
+      FROM document_minhash_bands m
+     WHERE m.doc_id = ANY (v_ids) AND m.seen_at BETWEEN v_lo AND v_hi
+       AND m.doc_id = r.doc_id AND m.seen_at = r.seen_at;
     -- unchanged: same document fields and the same clause set
     DELETE FROM dedup_refp r
      USING documents d
@@ -214,7 +220,7 @@ BEGIN
     v_radius := (SELECT max(x.review_distance) / 4 FROM generate_series(0, 20) k,
                         LATERAL dedup_simhash_distances(k * 100, s) x);
 
-    DROP TABLE IF EXISTS dedup_rb_docs, dedup_rb_clauses, dedup_rb_pairs;
+    DROP TABLE IF EXISTS dedup_rb_docs, dedup_rb_clauses, dedup_rb_pairs, dedup_rb_sig;
     CREATE TEMP TABLE dedup_rb_docs ON COMMIT DROP AS
     SELECT d.doc_id, d.seen_at, d.content_sha1, d.simhash, d.simhash_band0 AS b0, d.simhash_band1 AS b1,
            d.simhash_band2 AS b2, d.simhash_band3 AS b3, d.text_length, d.clause_count, d.clauses,
@@ -323,14 +329,26 @@ BEGIN
     DELETE FROM dedup_rb_pairs p
      WHERE EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = p.a_sha1);
 
-    -- Signatures (their MinHash rows) and facts (documents) are read for the rows that need
-    -- them only (dedup_rb_docs, which holds every document, stays small).
+    -- Signatures and facts are read for the rows that need them only
+    -- (dedup_rb_docs, which holds every document, stays small): the MinHash
+    -- pairs' signatures in one pass over the window's band rows (their doc_id
+    -- index is BRIN: a lookup a pair costs more as the store grows), facts by
+    -- key (documents).
+    CREATE TEMP TABLE dedup_rb_sig ON COMMIT DROP AS
+    SELECT m.doc_id, m.seen_at, m.signature
+      FROM document_minhash_bands m
+     WHERE m.seen_at >= v_from
+       AND (m.doc_id, m.seen_at) IN (SELECT p.a_id, p.a_seen FROM dedup_rb_pairs p WHERE p.mh_band AND NOT p.exact
+                                     UNION
+                                     SELECT p.b_id, p.b_seen FROM dedup_rb_pairs p WHERE p.mh_band AND NOT p.exact);
+    CREATE INDEX ON dedup_rb_sig (doc_id);
+    ANALYZE dedup_rb_sig;
     RETURN QUERY
     WITH ev AS (
         SELECT p.*,
                CASE WHEN p.mh_band AND NOT p.exact THEN
                    (SELECT dedup_minhash_similarity(mb.signature, ma.signature)
-                      FROM document_minhash_bands ma, document_minhash_bands mb
+                      FROM dedup_rb_sig ma, dedup_rb_sig mb
                      WHERE ma.doc_id = p.a_id AND ma.seen_at = p.a_seen
                        AND mb.doc_id = p.b_id AND mb.seen_at = p.b_seen) END AS mh_sim,
                p.shared::double precision / nullif(least(p.n_item, greatest(p.stored_n, p.shared)), 0) AS ratio,
