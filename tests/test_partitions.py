@@ -330,3 +330,57 @@ def test_a_check_does_not_lock_the_days_kept_outside_its_window(dd, sina):
         locked = dd.conn.execute(locked_days).fetchone()[0]
     assert verdict.verdict == "new"
     assert locked <= int(dd.settings["window_days"]) + 2
+
+
+def _lookup_brin_indexes(conn, day):
+    """The BRIN doc_id indexes of the lookup tables' week partition holding ``day``."""
+    monday = day - timedelta(day.weekday())
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT i.indexrelid::regclass::text FROM pg_index i"
+            " JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
+            " WHERE a.amname = 'brin' AND i.indrelid = ANY (%s::regclass[])",
+            ([f"{t}_w{monday:%Y%m%d}" for t in WEEKLY],),
+        ).fetchall()
+    ]
+
+
+def test_a_stored_batch_leaves_its_lookup_ranges_summarized(dd, sina):
+    # A BRIN scan reads every page of a range not summarized: ingest
+    # summarizes the ranges a batch filled (the last one, still filling, is
+    # never summarized by brin_summarize_new_values). The clause rows of 200
+    # texts fill several ranges of 8 pages.
+    docs = [{"id": a["id"], "title": a["title"], "body": a["body"]} for a in sina[:200]]
+    list(dd.ingest_many(docs))
+    dd.conn.commit()
+    (index,) = [ix for ix in _lookup_brin_indexes(dd.conn, NOW.date()) if "clauses" in ix]
+    table = index.removesuffix("_doc_id_idx")
+    assert (
+        dd.conn.execute("SELECT pg_relation_size(%s::regclass) / 8192", (table,)).fetchone()[0] > 8
+    )
+    summarized = "SELECT brin_summarize_new_values(%s::regclass)"
+    assert dd.conn.execute(summarized, (index,)).fetchone()[0] == 0
+
+
+def test_a_lookup_partition_held_by_a_vacuum_does_not_stall_ingest(dd, dsn, sina):
+    import psycopg
+
+    ensure(dd.conn, 0)
+    dd.conn.commit()
+    monday = NOW.date() - timedelta(NOW.date().weekday())
+    with psycopg.connect(dsn) as holder:
+        # what VACUUM takes, and summarizing needs
+        holder.execute(
+            f"LOCK TABLE document_clauses_w{monday:%Y%m%d} IN SHARE UPDATE EXCLUSIVE MODE"
+        )
+        # waiting for the lock would cancel the batch
+        dd.conn.execute("SET statement_timeout = '3s'")
+        docs = [{"id": a["id"], "title": a["title"], "body": a["body"]} for a in sina[:200]]
+        assert [v.verdict for v in dd.ingest_many(docs)].count("new") >= 150
+        dd.conn.commit()
+        holder.rollback()
+    (index,) = [ix for ix in _lookup_brin_indexes(dd.conn, NOW.date()) if "clauses" in ix]
+    # left to the vacuum: the ranges filled meanwhile are still to summarize
+    summarized = "SELECT brin_summarize_new_values(%s::regclass)"
+    assert dd.conn.execute(summarized, (index,)).fetchone()[0] > 0

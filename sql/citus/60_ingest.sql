@@ -130,7 +130,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 f0bbbdd2ab698bd5
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 2ca2c5b2c7ea1d35
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -718,6 +718,9 @@ BEGIN
         END IF;
         RETURN NEXT;
     END LOOP;
+    -- Citus: no dedup_summarize_lookups: the BRIN indexes that hold rows are
+    -- the shards', on the workers (the coordinator's partitions are empty);
+    -- their vacuums summarize them
 END $$;
 COMMENT ON FUNCTION dedup_ingest(jsonb, boolean, jsonb) IS
     'Check and store a batch of fingerprinted documents in one transaction (exact, SimHash, containment, MinHash; fact check); one verdict row per item. Called by dedup_pg.Deduper.';

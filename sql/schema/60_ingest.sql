@@ -770,6 +770,11 @@ BEGIN
         END IF;
         RETURN NEXT;
     END LOOP;
+    -- the stored rows' block ranges summarized, for the next lookups by doc_id
+    IF NOT p_dry_run THEN
+        PERFORM dedup_summarize_lookups((SELECT min(x.seen_at) FROM unnest(v_items) x),
+                                        (SELECT max(x.seen_at) FROM unnest(v_items) x));
+    END IF;
 END $$;
 COMMENT ON FUNCTION dedup_ingest(jsonb, boolean, jsonb) IS
     'Check and store a batch of fingerprinted documents in one transaction (exact, SimHash, containment, MinHash; fact check); one verdict row per item. Called by dedup_pg.Deduper.';
