@@ -4,6 +4,7 @@ partitions while ingest runs."""
 import threading
 from datetime import datetime, timedelta, timezone
 
+import psycopg
 import pytest
 
 from dedup_pg import Deduper
@@ -346,6 +347,11 @@ def _lookup_brin_indexes(conn, day):
     ]
 
 
+def _left_to_summarize(conn, index):
+    """How many of ``index``'s block ranges were not summarized (it summarizes them)."""
+    return conn.execute("SELECT brin_summarize_new_values(%s::regclass)", (index,)).fetchone()[0]
+
+
 def test_a_stored_batch_leaves_its_lookup_ranges_summarized(dd, sina):
     # A BRIN scan reads every page of a range not summarized: ingest
     # summarizes the ranges a batch filled (the last one, still filling, is
@@ -359,13 +365,10 @@ def test_a_stored_batch_leaves_its_lookup_ranges_summarized(dd, sina):
     assert (
         dd.conn.execute("SELECT pg_relation_size(%s::regclass) / 8192", (table,)).fetchone()[0] > 8
     )
-    summarized = "SELECT brin_summarize_new_values(%s::regclass)"
-    assert dd.conn.execute(summarized, (index,)).fetchone()[0] == 0
+    assert _left_to_summarize(dd.conn, index) == 0
 
 
 def test_a_lookup_partition_held_by_a_vacuum_does_not_stall_ingest(dd, dsn, sina):
-    import psycopg
-
     ensure(dd.conn, 0)
     dd.conn.commit()
     monday = NOW.date() - timedelta(NOW.date().weekday())
@@ -382,5 +385,4 @@ def test_a_lookup_partition_held_by_a_vacuum_does_not_stall_ingest(dd, dsn, sina
         holder.rollback()
     (index,) = [ix for ix in _lookup_brin_indexes(dd.conn, NOW.date()) if "clauses" in ix]
     # left to the vacuum: the ranges filled meanwhile are still to summarize
-    summarized = "SELECT brin_summarize_new_values(%s::regclass)"
-    assert dd.conn.execute(summarized, (index,)).fetchone()[0] > 0
+    assert _left_to_summarize(dd.conn, index) > 0

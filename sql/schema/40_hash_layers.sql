@@ -101,7 +101,9 @@ $$;
 -- The probe reads every holder of a clause that is not boilerplate, so those
 -- are all its rows among p_useful. Its rows read by doc_id instead
 -- (dedup_document_clauses) cost a scan of a BRIN index that grows with the
--- week partition: 0.6 ms at 100k documents, ~3 ms at 1M (BENCHMARKS.md).
+-- week partition: 0.6 ms at 100k documents, ~3 ms at 1M (BENCHMARKS.md), and
+-- far more over the ranges a vacuum had not summarized yet (~21 ms at 300k
+-- before revision 0044: dedup_summarize_lookups).
 CREATE FUNCTION dedup_found_shared(p_useful bigint[], p_clauses bigint[], p_found_docs bigint[],
                                    p_found_rows integer[], p_doc_id bigint)
 RETURNS integer
