@@ -355,17 +355,23 @@ def _left_to_summarize(conn, index):
 def test_a_stored_batch_leaves_its_lookup_ranges_summarized(dd, sina):
     # A BRIN scan reads every page of a range not summarized: ingest
     # summarizes the ranges a batch filled (the last one, still filling, is
-    # never summarized by brin_summarize_new_values). The clause rows of 200
-    # texts fill several ranges of 8 pages.
-    docs = [{"id": a["id"], "title": a["title"], "body": a["body"]} for a in sina[:200]]
+    # never summarized by brin_summarize_new_values), in each week its items
+    # fall in. The clause rows of 200 texts fill several ranges of 8 pages.
+    dd.set_setting("seen_at_past_days", 0)  # three weeks back: a backfill
+    weeks_ago = NOW - timedelta(days=21)
+    docs = [
+        {"id": a["id"], "title": a["title"], "body": a["body"], "seen_at": seen}
+        for k, a in enumerate(sina[:400])
+        for seen in [NOW if k % 2 else weeks_ago]
+    ]
     list(dd.ingest_many(docs))
     dd.conn.commit()
-    (index,) = [ix for ix in _lookup_brin_indexes(dd.conn, NOW.date()) if "clauses" in ix]
-    table = index.removesuffix("_doc_id_idx")
-    assert (
-        dd.conn.execute("SELECT pg_relation_size(%s::regclass) / 8192", (table,)).fetchone()[0] > 8
-    )
-    assert _left_to_summarize(dd.conn, index) == 0
+    for day in (NOW.date(), weeks_ago.date()):
+        (index,) = [ix for ix in _lookup_brin_indexes(dd.conn, day) if "clauses" in ix]
+        table = index.removesuffix("_doc_id_idx")
+        pages = "SELECT pg_relation_size(%s::regclass) / 8192"
+        assert dd.conn.execute(pages, (table,)).fetchone()[0] > 8
+        assert _left_to_summarize(dd.conn, index) == 0
 
 
 def test_a_lookup_partition_held_by_a_vacuum_does_not_stall_ingest(dd, dsn, sina):

@@ -1,5 +1,5 @@
 """BRIN ranges summarized as a batch stores them: dedup_ingest calls
-dedup_summarize_lookups for its days, so a lookup by doc_id (a stored text's clause
+dedup_summarize_lookups for the weeks of its items, so a lookup by doc_id (a stored text's clause
 rows) no longer reads every page stored since the partition's last vacuum.
 
 Revision ID: 0044

@@ -165,17 +165,19 @@ COMMENT ON COLUMN document_minhash_bands.signature IS
     'MinHash signature over character 5-grams of the normalized text as 2,048 bits: 128 values of 16 bits (the low bits of each minimum, dedup_pg/minhash.py), value i in bits 16i to 16i+15; dedup_minhash_values(signature) gives them as smallint[]';
 
 -- Summarize the new block ranges of the lookup tables' BRIN doc_id indexes in
--- the week partitions that hold p_from .. p_to; returns how many. A BRIN scan
--- reads every page of the ranges not yet summarized, and autovacuum
+-- the week partitions that hold the times p_seen; returns how many. A BRIN
+-- scan reads every page of the ranges not yet summarized, and autovacuum
 -- summarizes a partition only when it vacuums it, after its rows grew by a
 -- fifth: at 300k documents a stored text's clause rows read by doc_id
 -- (dedup_document_clauses: the lead rule, the fact check) took ~21 ms, 3,199
 -- pages of the week, and 0.33 ms once summarized (BENCHMARKS.md).
--- dedup_ingest calls it for its batch's days, after storing them. An index
--- another session is summarizing, or a vacuum holds, is left to it (a lock
--- wait of 10 ms at most); a role that may not summarize it (the table's
--- owner, or MAINTAIN from PostgreSQL 17) leaves it to autovacuum.
-CREATE FUNCTION dedup_summarize_lookups(p_from timestamptz, p_to timestamptz)
+-- dedup_ingest calls it with its batch's times, after storing them
+-- (brin_summarize_new_values leaves the last range, still filling, to the
+-- next batch). An index another session is summarizing, or a vacuum holds,
+-- is left to it (a lock wait of 10 ms at most); a role that may not summarize
+-- it (the table's owner, or MAINTAIN from PostgreSQL 17) leaves it to
+-- autovacuum.
+CREATE FUNCTION dedup_summarize_lookups(p_seen timestamptz[])
 RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -186,10 +188,9 @@ BEGIN
     PERFORM set_config('lock_timeout', '10ms', true);
     FOR v_index IN
         SELECT i.indexrelid::regclass
-          FROM generate_series(date_trunc('week', p_from AT TIME ZONE 'UTC'),
-                               p_to AT TIME ZONE 'UTC', interval '7 days') w
+          FROM (SELECT DISTINCT date_trunc('week', s AT TIME ZONE 'UTC') AS monday FROM unnest(p_seen) s) w
          CROSS JOIN unnest(ARRAY['document_clauses', 'document_minhash_bands', 'document_simhash_bands']) t
-          JOIN pg_index i ON i.indrelid = to_regclass(format('%s_w%s', t, to_char(w, 'YYYYMMDD')))
+          JOIN pg_index i ON i.indrelid = to_regclass(format('%s_w%s', t, to_char(w.monday, 'YYYYMMDD')))
           JOIN pg_class c ON c.oid = i.indexrelid
          WHERE c.relam = (SELECT a.oid FROM pg_am a WHERE a.amname = 'brin')
     LOOP

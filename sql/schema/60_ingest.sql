@@ -772,8 +772,7 @@ BEGIN
     END LOOP;
     -- the stored rows' block ranges summarized, for the next lookups by doc_id
     IF NOT p_dry_run THEN
-        PERFORM dedup_summarize_lookups((SELECT min(x.seen_at) FROM unnest(v_items) x),
-                                        (SELECT max(x.seen_at) FROM unnest(v_items) x));
+        PERFORM dedup_summarize_lookups(ARRAY(SELECT x.seen_at FROM unnest(v_items) x));
     END IF;
 END $$;
 COMMENT ON FUNCTION dedup_ingest(jsonb, boolean, jsonb) IS
