@@ -392,3 +392,23 @@ def test_a_lookup_partition_held_by_a_vacuum_does_not_stall_ingest(dd, dsn, sina
     (index,) = [ix for ix in _lookup_brin_indexes(dd.conn, NOW.date()) if "clauses" in ix]
     # left to the vacuum: the ranges filled meanwhile are still to summarize
     assert _left_to_summarize(dd.conn, index) > 0
+
+
+def test_a_role_that_does_not_own_the_partitions_leaves_them_to_autovacuum(dd, dsn, sina):
+    docs = [{"id": a["id"], "title": a["title"], "body": a["body"]} for a in sina[:200]]
+    list(dd.ingest_many(docs))
+    (index,) = [ix for ix in _lookup_brin_indexes(dd.conn, NOW.date()) if "clauses" in ix]
+    dd.conn.execute("SELECT brin_desummarize_range(%s::regclass, 0)", (index,))
+    dd.conn.commit()
+    role = f"dedup_reader_{dd.conn.info.backend_pid}"
+    with psycopg.connect(dsn, autocommit=True) as other:
+        other.execute(f"CREATE ROLE {role}")
+        try:
+            other.execute(f"SET ROLE {role}")
+            # only the owner may summarize: skipped, not an error
+            summarize = "SELECT dedup_summarize_lookups(ARRAY[now()])"
+            assert other.execute(summarize).fetchone()[0] == 0
+        finally:
+            other.execute("RESET ROLE")
+            other.execute(f"DROP ROLE {role}")
+    assert _left_to_summarize(dd.conn, index) == 1

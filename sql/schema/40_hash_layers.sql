@@ -174,9 +174,9 @@ COMMENT ON COLUMN document_minhash_bands.signature IS
 -- dedup_ingest calls it with its batch's times, after storing them
 -- (brin_summarize_new_values leaves the last range, still filling, to the
 -- next batch). An index another session is summarizing, or a vacuum holds,
--- is left to it (a lock wait of 10 ms at most); a role that may not summarize
--- it (the table's owner, or MAINTAIN from PostgreSQL 17) leaves it to
--- autovacuum.
+-- is left to it (a lock wait of 10 ms at most); one this role does not own,
+-- to autovacuum (only the owner may summarize: "must be owner of index",
+-- PostgreSQL 18 with MAINTAIN granted too).
 CREATE FUNCTION dedup_summarize_lookups(p_seen timestamptz[])
 RETURNS integer
 LANGUAGE plpgsql AS $$
