@@ -18,10 +18,14 @@ def _days(conn):
     return {(p.table, p.day) for p in list_partitions(conn)}
 
 
+def _monday(day):
+    """The first day of the week partition that holds ``day``."""
+    return day - timedelta(day.weekday())
+
+
 def _partitions_of(day):
     """(table, first day) of the partitions that hold ``day``."""
-    monday = day - timedelta(day.weekday())
-    return {(t, monday if t in WEEKLY else day) for t in TABLES}
+    return {(t, _monday(day) if t in WEEKLY else day) for t in TABLES}
 
 
 def test_ensure_creates_every_table_days_ahead(dd):
@@ -333,18 +337,20 @@ def test_a_check_does_not_lock_the_days_kept_outside_its_window(dd, sina):
     assert locked <= int(dd.settings["window_days"]) + 2
 
 
-def _lookup_brin_indexes(conn, day):
-    """The BRIN doc_id indexes of the lookup tables' week partition holding ``day``."""
-    monday = day - timedelta(day.weekday())
-    return [
-        r[0]
-        for r in conn.execute(
-            "SELECT i.indexrelid::regclass::text FROM pg_index i"
-            " JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
-            " WHERE a.amname = 'brin' AND i.indrelid = ANY (%s::regclass[])",
-            ([f"{t}_w{monday:%Y%m%d}" for t in WEEKLY],),
-        ).fetchall()
-    ]
+def _clauses_week(day):
+    """The week partition of document_clauses that holds ``day``."""
+    return f"document_clauses_w{_monday(day):%Y%m%d}"
+
+
+def _brin_index(conn, table):
+    """The BRIN ``doc_id`` index of ``table``."""
+    (name,) = conn.execute(
+        "SELECT i.indexrelid::regclass::text FROM pg_index i"
+        " JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
+        " WHERE a.amname = 'brin' AND i.indrelid = %s::regclass",
+        (table,),
+    ).fetchone()
+    return name
 
 
 def _left_to_summarize(conn, index):
@@ -367,37 +373,33 @@ def test_a_stored_batch_leaves_its_lookup_ranges_summarized(dd, sina):
     list(dd.ingest_many(docs))
     dd.conn.commit()
     for day in (NOW.date(), weeks_ago.date()):
-        (index,) = [ix for ix in _lookup_brin_indexes(dd.conn, day) if "clauses" in ix]
-        table = index.removesuffix("_doc_id_idx")
+        table = _clauses_week(day)
         pages = "SELECT pg_relation_size(%s::regclass) / 8192"
         assert dd.conn.execute(pages, (table,)).fetchone()[0] > 8
-        assert _left_to_summarize(dd.conn, index) == 0
+        assert _left_to_summarize(dd.conn, _brin_index(dd.conn, table)) == 0
 
 
 def test_a_lookup_partition_held_by_a_vacuum_does_not_stall_ingest(dd, dsn, sina):
     ensure(dd.conn, 0)
     dd.conn.commit()
-    monday = NOW.date() - timedelta(NOW.date().weekday())
+    table = _clauses_week(NOW.date())
     with psycopg.connect(dsn) as holder:
         # what VACUUM takes, and summarizing needs
-        holder.execute(
-            f"LOCK TABLE document_clauses_w{monday:%Y%m%d} IN SHARE UPDATE EXCLUSIVE MODE"
-        )
+        holder.execute(f"LOCK TABLE {table} IN SHARE UPDATE EXCLUSIVE MODE")
         # waiting for the lock would cancel the batch
         dd.conn.execute("SET statement_timeout = '3s'")
         docs = [{"id": a["id"], "title": a["title"], "body": a["body"]} for a in sina[:200]]
         assert [v.verdict for v in dd.ingest_many(docs)].count("new") >= 150
         dd.conn.commit()
         holder.rollback()
-    (index,) = [ix for ix in _lookup_brin_indexes(dd.conn, NOW.date()) if "clauses" in ix]
     # left to the vacuum: the ranges filled meanwhile are still to summarize
-    assert _left_to_summarize(dd.conn, index) > 0
+    assert _left_to_summarize(dd.conn, _brin_index(dd.conn, table)) > 0
 
 
 def test_a_role_that_does_not_own_the_partitions_leaves_them_to_autovacuum(dd, dsn, sina):
     docs = [{"id": a["id"], "title": a["title"], "body": a["body"]} for a in sina[:200]]
     list(dd.ingest_many(docs))
-    (index,) = [ix for ix in _lookup_brin_indexes(dd.conn, NOW.date()) if "clauses" in ix]
+    index = _brin_index(dd.conn, _clauses_week(NOW.date()))
     dd.conn.execute("SELECT brin_desummarize_range(%s::regclass, 0)", (index,))
     dd.conn.commit()
     role = f"dedup_reader_{dd.conn.info.backend_pid}"
