@@ -360,23 +360,40 @@ def _left_to_summarize(conn, index):
 
 def test_a_stored_batch_leaves_its_lookup_ranges_summarized(dd, sina):
     # A BRIN scan reads every page of a range not summarized: ingest
-    # summarizes the ranges a batch filled (the last one, still filling, is
-    # never summarized by brin_summarize_new_values), in each week its items
-    # fall in. The clause rows of 200 texts fill several ranges of 8 pages.
+    # summarizes the ranges a batch filled, the last one (still filling)
+    # included, in each week its items fall in. The clause rows of 400 texts
+    # fill four ranges of 8 pages, all in one batch (the first range is
+    # summarized from the start: the index was built on an empty partition).
     dd.set_setting("seen_at_past_days", 0)  # three weeks back: a backfill
     weeks_ago = NOW - timedelta(days=21)
     docs = [
         {"id": a["id"], "title": a["title"], "body": a["body"], "seen_at": seen}
-        for k, a in enumerate(sina[:400])
+        for k, a in enumerate(sina[:800])
         for seen in [NOW if k % 2 else weeks_ago]
     ]
-    list(dd.ingest_many(docs))
+    list(dd.ingest_many(docs, batch_size=len(docs)))
     dd.conn.commit()
     for day in (NOW.date(), weeks_ago.date()):
         table = _clauses_week(day)
         pages = "SELECT pg_relation_size(%s::regclass) / 8192"
-        assert dd.conn.execute(pages, (table,)).fetchone()[0] > 8
+        assert dd.conn.execute(pages, (table,)).fetchone()[0] > 24
         assert _left_to_summarize(dd.conn, _brin_index(dd.conn, table)) == 0
+
+
+def test_batches_of_one_text_leave_no_range_behind(dd, sina):
+    # Each batch walks back from the range of the last page to the first one
+    # already summarized: a text at a time, ranges are crossed one by one and
+    # the last one keeps its summary as it fills. The clause rows of ~100 texts
+    # fill a range of 8 pages; 300 texts fill three.
+    for a in sina[:300]:
+        dd.ingest({"id": a["id"], "title": a["title"], "body": a["body"]})
+        dd.conn.commit()
+    table = _clauses_week(NOW.date())
+    pages = "SELECT pg_relation_size(%s::regclass) / 8192"
+    assert dd.conn.execute(pages, (table,)).fetchone()[0] > 16
+    for week in WEEKLY:
+        index = _brin_index(dd.conn, f"{week}_w{_monday(NOW.date()):%Y%m%d}")
+        assert _left_to_summarize(dd.conn, index) == 0, index
 
 
 def test_a_lookup_partition_held_by_a_vacuum_does_not_stall_ingest(dd, dsn, sina):
