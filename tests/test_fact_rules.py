@@ -531,3 +531,61 @@ def test_whole_text_containment_folds_the_incoming_body_as_the_stored_ones(templ
     assert ingest_pair(template_dsn, a, b) == ("duplicate", "a")
     assert ingest_pair(template_dsn, a, b, containment_whole_text_chars=None)[0] != "duplicate"
     assert ingest_pair(template_dsn, a, changed)[0] != "duplicate"
+
+
+def _disguised_opening(text: str) -> str:
+    """``text`` with an opening only folding restores: a soft hyphen first,
+    full-width digits and letters and a space or line end every third
+    character in its first 30 characters."""
+    head = "".join(
+        (chr(ord(ch) + 0xFEE0) if ch.isascii() and ch.isalnum() else ch)
+        + (" \n"[k % 2] if k % 3 == 2 else "")
+        for k, ch in enumerate(text[:30])
+    )
+    return "\u00ad" + head + text[30:]
+
+
+def test_whole_text_containment_reads_a_stored_bodys_opening_folded(dsn, sina):
+    """Revision 0046: when only the stored body can be the shorter, its
+    opening, folded, must occur in the incoming body before the whole body is
+    folded (dedup_whole_within). On slices of real articles, their openings
+    disguised, with a figure changed inside, or taken from another article:
+    the same answers as folding both bodies whole."""
+    bodies = [a["body"] for a in sina[:120] if len(a["body"]) > 600][:100]
+    cases = []
+    for k, body in enumerate(bodies):
+        inside = body[150:450]
+        cases.append((body, _disguised_opening(inside), True))
+        changed = inside[:200] + ("X" if inside[200] != "X" else "Y") + inside[201:]
+        cases.append((body, _disguised_opening(changed), False))
+        cases.append((body, bodies[k - 1][150:450], False))
+    with psycopg.connect(dsn) as conn:
+        got = conn.execute(
+            "SELECT dedup_whole_within(dedup_folded_body(c.a), c.b, 50, true),"
+            " dedup_folded_within(dedup_folded_body(c.a), dedup_folded_body(c.b), 50)"
+            " FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY c(a, b, n) ORDER BY c.n",
+            [[a for a, _, _ in cases], [b for _, b, _ in cases]],
+        ).fetchall()
+    assert [g[0] for g in got] == [g[1] for g in got]
+    assert [g[0] for g in got] == [expected for _, _, expected in cases]
+
+
+def test_a_short_item_with_a_disguised_opening_inside_a_long_text_is_a_duplicate(template_dsn):
+    """The incoming text has more than three clauses of its own, so only the
+    stored one can lie whole in it: it is found through its folded opening
+    (full-width digits, whitespace) and is a whole-text duplicate; with a
+    figure changed in its opening it is not. The other way round, a short
+    incoming item inside a long stored text is found too: there the stored
+    opening is not asked for."""
+    short = "伊朗卫生部3月17日宣布，过去一天伊朗境内新增新冠肺炎感染者1178例，累计16169例，新增死亡135例。"
+    filler = (
+        "疫情防控工作仍在持续推进之中，各地正在加强对入境人员的健康监测工作，"
+        "相关部门提醒公众做好个人防护措施，尽量避免前往人员密集的公共场所活动，"
+        "专家表示接下来一段时间仍需保持警惕，不能放松日常的防护要求和措施。"
+    )
+    b = {"title": None, "body": filler + short + filler.replace("专家", "学者")}
+    a = {"title": None, "body": _disguised_opening(short)}
+    assert ingest_pair(template_dsn, a, b) == ("duplicate", "a")
+    changed = {"title": None, "body": _disguised_opening(short.replace("17日", "18日"))}
+    assert ingest_pair(template_dsn, changed, b)[0] != "duplicate"
+    assert ingest_pair(template_dsn, b, a) == ("duplicate", "a")

@@ -130,7 +130,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 a0b46f7f5b152767
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 e97296d650d0725b
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -536,7 +536,10 @@ BEGIN
         -- lying whole in the other would share more than one, so only pairs
         -- with a side of at most three are read (the bodies are compared
         -- only then; the incoming one is folded once, when a first pair is
-        -- compared). The earliest such text; the fact check follows.
+        -- compared). When the incoming text has more than three, only a
+        -- stored one can be the shorter, and one whose opening is not in the
+        -- incoming body is not folded whole (dedup_whole_within). The
+        -- earliest such text; the fact check follows.
         IF verdict IS NULL AND m_doc_id IS NULL AND v_cont_docs IS NOT NULL AND v_whole_chars IS NOT NULL THEN
             -- Citus: the candidates' counts in one statement pruned by
             -- doc_id (into arrays, as containment's above), then each
@@ -564,7 +567,7 @@ BEGIN
                  WHERE d.doc_id = v_w.doc_id AND d.seen_at = v_w.seen_at;
                 -- the incoming body folded once, at the first pair compared
                 v_folded := coalesce(v_folded, dedup_folded_body(it.body));
-                IF dedup_folded_within(v_folded, dedup_folded_body(v_w_body), v_whole_chars) THEN
+                IF dedup_whole_within(v_folded, v_w_body, v_whole_chars, v_n_item > 3) THEN
                     IF v_mode = 'gated' THEN
                         v_gate := v_gate || v_w.doc_id;
                     END IF;

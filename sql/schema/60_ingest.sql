@@ -610,8 +610,11 @@ BEGIN
         -- lying whole in the other would share more than one, so only pairs
         -- with a side of at most three are read (the bodies are compared
         -- only then; the incoming one is folded once, by the uncorrelated
-        -- subquery, when a first pair is compared). The earliest such text;
-        -- the fact check follows.
+        -- subquery, when a first pair is compared). When the incoming text
+        -- has more than three, only a stored one can be the shorter, and one
+        -- whose opening is not in the incoming body is not folded whole
+        -- (dedup_whole_within). The earliest such text; the fact check
+        -- follows.
         IF verdict IS NULL AND m_doc_id IS NULL AND v_cont_docs IS NOT NULL AND v_whole_chars IS NOT NULL THEN
             SELECT c.doc_id, c.seen_at, c.external_id INTO v_cand
               FROM (SELECT c.doc_id, c.seen_at, d.external_id, d.body, d.content_sha1,
@@ -621,8 +624,11 @@ BEGIN
                       JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
                                       AND d.seen_at BETWEEN v_lo AND v_hi
                      WHERE least(v_n_item, d.clause_count - v_n_boiler) <= 3) c
-             WHERE c.shared = 1
-               AND dedup_folded_within((SELECT dedup_folded_body(it.body)), dedup_folded_body(c.body), v_whole_chars)
+             -- the count first: a filter's parts run in the order of their
+             -- estimated cost, which put the folding first
+             WHERE CASE WHEN c.shared <> 1 THEN false
+                        ELSE dedup_whole_within((SELECT dedup_folded_body(it.body)), c.body,
+                                                v_whole_chars, v_n_item > 3) END
                AND NOT dedup_pair_whitelisted(v_sha1, c.content_sha1)
              ORDER BY c.seen_at, c.doc_id
              LIMIT 1;
