@@ -130,7 +130,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 e97296d650d0725b
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 2f4d605ddee65c7a
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -465,11 +465,14 @@ BEGIN
         -- It is a duplicate only when the incoming text is mostly old news too
         -- (containment_incoming_share of its clauses are in the other text): a
         -- long text that merely quotes a short stored one is kept, for review.
-        IF verdict IS NULL AND m_doc_id IS NULL AND v_n_item >= 2 AND v_cont_docs IS NOT NULL THEN
-            -- Citus: the candidates' rows fetched first (pruned to their
-            -- shards, nothing of the coordinator's in the statement: a router
-            -- statement is sent whole to its worker), then ranked and
-            -- whitelist-checked here, where dedup_whitelist is
+        -- Citus: the candidates' rows fetched first, once for containment and
+        -- whole-text containment (pruned to their shards, nothing of the
+        -- coordinator's in the statement: a router statement is sent whole to
+        -- its worker), then ranked and whitelist-checked here, where
+        -- dedup_whitelist is
+        v_f_docs := NULL;
+        IF verdict IS NULL AND m_doc_id IS NULL AND v_cont_docs IS NOT NULL
+           AND (v_n_item >= 2 OR v_whole_chars IS NOT NULL) THEN
             SELECT array_agg(d.doc_id), array_agg(d.seen_at), array_agg(d.external_id),
                    array_agg(d.clause_count), array_agg(d.content_sha1),
                    array_agg(CASE WHEN d.clauses IS NOT NULL THEN dedup_shared_clauses(v_useful, d.clauses) END)
@@ -477,6 +480,8 @@ BEGIN
               FROM documents d
              WHERE d.doc_id = ANY (v_cont_docs)
                AND d.seen_at BETWEEN v_lo AND v_hi;  -- only the window's partitions
+        END IF;
+        IF verdict IS NULL AND m_doc_id IS NULL AND v_n_item >= 2 AND v_f_docs IS NOT NULL THEN
             SELECT c.doc_id, c.seen_at, d.external_id, x.shared, d.clause_count - v_n_boiler AS stored_n,
                    x.shared::double precision
                        / least(v_n_item, greatest(d.clause_count - v_n_boiler, x.shared)) AS ratio,
@@ -540,26 +545,17 @@ BEGIN
         -- stored one can be the shorter, and one whose opening is not in the
         -- incoming body is not folded whole (dedup_whole_within). The
         -- earliest such text; the fact check follows.
-        IF verdict IS NULL AND m_doc_id IS NULL AND v_cont_docs IS NOT NULL AND v_whole_chars IS NOT NULL THEN
-            -- Citus: the candidates' counts in one statement pruned by
-            -- doc_id (into arrays, as containment's above), then each
-            -- remaining candidate's body by its key (the single-node
-            -- statement joins documents to an unnest)
-            SELECT array_agg(d.doc_id), array_agg(d.seen_at), array_agg(d.external_id),
-                   array_agg(d.content_sha1),
-                   array_agg(CASE WHEN d.clauses IS NOT NULL THEN dedup_shared_clauses(v_useful, d.clauses) END)
-              INTO v_f_docs, v_f_seen, v_f_ext, v_f_sha1, v_f_shared
-              FROM documents d
-             WHERE d.doc_id = ANY (v_cont_docs) AND d.seen_at BETWEEN v_lo AND v_hi
-               AND least(v_n_item, d.clause_count - v_n_boiler) <= 3;
+        IF verdict IS NULL AND m_doc_id IS NULL AND v_f_docs IS NOT NULL AND v_whole_chars IS NOT NULL THEN
+            -- Citus: the candidates' rows fetched above; each one's body by its key
             v_folded := NULL;
             FOR v_w IN
             SELECT c.doc_id, c.seen_at, d.external_id, d.content_sha1
               FROM unnest(v_cont_docs, v_cont_seen, v_cont_rows) c(doc_id, seen_at, n_rows)
-              JOIN unnest(v_f_docs, v_f_seen, v_f_ext, v_f_sha1, v_f_shared)
-                   d(doc_id, seen_at, external_id, content_sha1, shared)
+              JOIN unnest(v_f_docs, v_f_seen, v_f_ext, v_f_n, v_f_sha1, v_f_shared)
+                   d(doc_id, seen_at, external_id, clause_count, content_sha1, shared)
                 ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
              WHERE coalesce(d.shared, c.n_rows) = 1
+               AND least(v_n_item, d.clause_count - v_n_boiler) <= 3
              ORDER BY c.seen_at, c.doc_id
             LOOP
                 CONTINUE WHEN dedup_pair_whitelisted(v_sha1, v_w.content_sha1);

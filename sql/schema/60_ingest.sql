@@ -283,6 +283,12 @@ DECLARE
     v_review_dist integer;
     v_claimed boolean;
     v_cand record;
+    -- the containment candidates' documents rows (read once for both rules)
+    v_k_docs bigint[]; v_k_seen timestamptz[]; v_k_ext text[]; v_k_sha1 bytea[];
+    v_k_count integer[]; v_k_shared integer[];
+    v_w record;
+    v_w_body text;
+    v_folded text;  -- the incoming body as dedup_folded_body makes it
     v_sh_keys integer[];
     v_taken integer;
     v_row record;
@@ -551,19 +557,31 @@ BEGIN
         -- It is a duplicate only when the incoming text is mostly old news too
         -- (containment_incoming_share of its clauses are in the other text): a
         -- long text that merely quotes a short stored one is kept, for review.
-        IF verdict IS NULL AND m_doc_id IS NULL AND v_n_item >= 2 AND v_cont_docs IS NOT NULL THEN
+        -- The candidates' documents rows, read once for containment and
+        -- whole-text containment (below): each one's external id, digest,
+        -- clause count and shared clauses (counted on a long text's array,
+        -- else the rows the probe found of it). Until revision 0047 each rule
+        -- joined them to documents itself (BENCHMARKS.md).
+        v_k_docs := NULL;
+        IF verdict IS NULL AND m_doc_id IS NULL AND v_cont_docs IS NOT NULL
+           AND (v_n_item >= 2 OR v_whole_chars IS NOT NULL) THEN
+            SELECT array_agg(c.doc_id), array_agg(c.seen_at), array_agg(d.external_id),
+                   array_agg(d.content_sha1), array_agg(d.clause_count),
+                   array_agg(CASE WHEN d.clauses IS NULL THEN c.n_rows
+                                  ELSE dedup_shared_clauses(v_useful, d.clauses) END)
+              INTO v_k_docs, v_k_seen, v_k_ext, v_k_sha1, v_k_count, v_k_shared
+              FROM unnest(v_cont_docs, v_cont_seen, v_cont_rows) c(doc_id, seen_at, n_rows)
+              JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
+                              AND d.seen_at BETWEEN v_lo AND v_hi;  -- only the window's partitions
+        END IF;
+        IF verdict IS NULL AND m_doc_id IS NULL AND v_n_item >= 2 AND v_k_docs IS NOT NULL THEN
             SELECT c.doc_id, c.seen_at, c.external_id, c.shared, c.clause_count - v_n_boiler AS stored_n,
                    c.shared::double precision
                        / least(v_n_item, greatest(c.clause_count - v_n_boiler, c.shared)) AS ratio,
-                   c.shared::double precision / v_n_item AS incoming_share, c.clauses
+                   c.shared::double precision / v_n_item AS incoming_share
               INTO v_cand
-              FROM (SELECT c.doc_id, c.seen_at, d.external_id, d.clause_count, d.content_sha1, d.clauses,
-                           CASE WHEN d.clauses IS NULL THEN c.n_rows
-                                ELSE dedup_shared_clauses(v_useful, d.clauses) END AS shared
-                      FROM unnest(v_cont_docs, v_cont_seen, v_cont_rows) c(doc_id, seen_at, n_rows)
-                      JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
-                                      AND d.seen_at BETWEEN v_lo AND v_hi  -- only the window's partitions
-                     WHERE c.n_rows >= 2 OR d.clauses IS NOT NULL) c
+              FROM unnest(v_k_docs, v_k_seen, v_k_ext, v_k_sha1, v_k_count, v_k_shared)
+                   c(doc_id, seen_at, external_id, content_sha1, clause_count, shared)
              WHERE c.shared >= 2
                AND c.shared >= least(v_cont_min, v_n_item, greatest(c.clause_count - v_n_boiler, c.shared))
                AND NOT dedup_pair_whitelisted(v_sha1, c.content_sha1)
@@ -580,7 +598,10 @@ BEGIN
                    AND v_cand.shared = v_cand.stored_n AND v_cand.stored_n >= 2
                    AND v_cand.stored_n = dedup_shared_clauses(
                            v_lead[1:v_cand.stored_n + 2],
-                           dedup_document_clauses(v_cand.doc_id, v_cand.seen_at, v_cand.clauses)) THEN
+                           dedup_document_clauses(v_cand.doc_id, v_cand.seen_at,
+                                                  (SELECT d.clauses FROM documents d
+                                                    WHERE d.doc_id = v_cand.doc_id
+                                                      AND d.seen_at = v_cand.seen_at))) THEN
                     v_cand.incoming_share := 1.0;
                 END IF;
                 IF v_cand.ratio >= v_cont_dup AND v_cand.incoming_share >= v_cont_incoming THEN
@@ -609,36 +630,34 @@ BEGIN
         -- its first sentence. A shorter text of more than three clauses
         -- lying whole in the other would share more than one, so only pairs
         -- with a side of at most three are read (the bodies are compared
-        -- only then; the incoming one is folded once, by the uncorrelated
-        -- subquery, when a first pair is compared). When the incoming text
-        -- has more than three, only a stored one can be the shorter, and one
-        -- whose opening is not in the incoming body is not folded whole
-        -- (dedup_whole_within). The earliest such text; the fact check
-        -- follows.
-        IF verdict IS NULL AND m_doc_id IS NULL AND v_cont_docs IS NOT NULL AND v_whole_chars IS NOT NULL THEN
-            SELECT c.doc_id, c.seen_at, c.external_id INTO v_cand
-              FROM (SELECT c.doc_id, c.seen_at, d.external_id, d.body, d.content_sha1,
-                           CASE WHEN d.clauses IS NULL THEN c.n_rows
-                                ELSE dedup_shared_clauses(v_useful, d.clauses) END AS shared
-                      FROM unnest(v_cont_docs, v_cont_seen, v_cont_rows) c(doc_id, seen_at, n_rows)
-                      JOIN documents d ON d.doc_id = c.doc_id AND d.seen_at = c.seen_at
-                                      AND d.seen_at BETWEEN v_lo AND v_hi
-                     WHERE least(v_n_item, d.clause_count - v_n_boiler) <= 3) c
-             -- the count first: a filter's parts run in the order of their
-             -- estimated cost, which put the folding first
-             WHERE CASE WHEN c.shared <> 1 THEN false
-                        ELSE dedup_whole_within((SELECT dedup_folded_body(it.body)), c.body,
-                                                v_whole_chars, v_n_item > 3) END
-               AND NOT dedup_pair_whitelisted(v_sha1, c.content_sha1)
-             ORDER BY c.seen_at, c.doc_id
-             LIMIT 1;
-            IF v_cand.doc_id IS NOT NULL THEN
-                IF v_mode = 'gated' THEN
-                    v_gate := v_gate || v_cand.doc_id;
+        -- only then; the incoming one is folded once, when a first pair is
+        -- compared). When the incoming text has more than three, only a
+        -- stored one can be the shorter, and one whose opening is not in the
+        -- incoming body is not folded whole (dedup_whole_within). The
+        -- earliest such text; the fact check follows.
+        IF verdict IS NULL AND m_doc_id IS NULL AND v_k_docs IS NOT NULL AND v_whole_chars IS NOT NULL THEN
+            v_folded := NULL;
+            FOR v_w IN
+                SELECT c.doc_id, c.seen_at, c.external_id, c.content_sha1
+                  FROM unnest(v_k_docs, v_k_seen, v_k_ext, v_k_sha1, v_k_count, v_k_shared)
+                       c(doc_id, seen_at, external_id, content_sha1, clause_count, shared)
+                 WHERE c.shared = 1 AND least(v_n_item, c.clause_count - v_n_boiler) <= 3
+                 ORDER BY c.seen_at, c.doc_id
+            LOOP
+                CONTINUE WHEN dedup_pair_whitelisted(v_sha1, v_w.content_sha1);
+                SELECT d.body INTO v_w_body FROM documents d
+                 WHERE d.doc_id = v_w.doc_id AND d.seen_at = v_w.seen_at;
+                -- the incoming body folded once, at the first pair compared
+                v_folded := coalesce(v_folded, dedup_folded_body(it.body));
+                IF dedup_whole_within(v_folded, v_w_body, v_whole_chars, v_n_item > 3) THEN
+                    IF v_mode = 'gated' THEN
+                        v_gate := v_gate || v_w.doc_id;
+                    END IF;
+                    m_doc_id := v_w.doc_id; m_seen_at := v_w.seen_at; m_ext := v_w.external_id;
+                    m_layer := 'containment'; m_score := 1.0;
+                    EXIT;
                 END IF;
-                m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_cand.external_id;
-                m_layer := 'containment'; m_score := 1.0;
-            END IF;
+            END LOOP;
         END IF;
 
         -- MinHash layer: stored texts sharing a band of the signature, compared
