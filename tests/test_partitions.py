@@ -337,9 +337,19 @@ def test_a_check_does_not_lock_the_days_kept_outside_its_window(dd, sina):
     assert locked <= int(dd.settings["window_days"]) + 2
 
 
+def _week_partition(table, day):
+    """The week partition of the lookup table ``table`` that holds ``day``."""
+    return f"{table}_w{_monday(day):%Y%m%d}"
+
+
 def _clauses_week(day):
     """The week partition of document_clauses that holds ``day``."""
-    return f"document_clauses_w{_monday(day):%Y%m%d}"
+    return _week_partition("document_clauses", day)
+
+
+def _pages(conn, table):
+    """``table``'s size in pages."""
+    return conn.execute("SELECT pg_relation_size(%s::regclass) / 8192", (table,)).fetchone()[0]
 
 
 def _brin_index(conn, table):
@@ -375,8 +385,7 @@ def test_a_stored_batch_leaves_its_lookup_ranges_summarized(dd, sina):
     dd.conn.commit()
     for day in (NOW.date(), weeks_ago.date()):
         table = _clauses_week(day)
-        pages = "SELECT pg_relation_size(%s::regclass) / 8192"
-        assert dd.conn.execute(pages, (table,)).fetchone()[0] > 24
+        assert _pages(dd.conn, table) > 24
         assert _left_to_summarize(dd.conn, _brin_index(dd.conn, table)) == 0
 
 
@@ -388,11 +397,9 @@ def test_batches_of_one_text_leave_no_range_behind(dd, sina):
     for a in sina[:300]:
         dd.ingest({"id": a["id"], "title": a["title"], "body": a["body"]})
         dd.conn.commit()
-    table = _clauses_week(NOW.date())
-    pages = "SELECT pg_relation_size(%s::regclass) / 8192"
-    assert dd.conn.execute(pages, (table,)).fetchone()[0] > 16
-    for week in WEEKLY:
-        index = _brin_index(dd.conn, f"{week}_w{_monday(NOW.date()):%Y%m%d}")
+    assert _pages(dd.conn, _clauses_week(NOW.date())) > 16
+    for table in WEEKLY:
+        index = _brin_index(dd.conn, _week_partition(table, NOW.date()))
         assert _left_to_summarize(dd.conn, index) == 0, index
 
 
