@@ -26,7 +26,12 @@ For each batch call: wall seconds and CPU seconds (user + system, from
 files of the two modes are compared line by line (the cache must change no
 verdict).
 
-    python bench/term_cache.py [--earlier N] [--batches B] [--batch S] [--rounds R]
+Then ``--checks`` (default 10) one-off ``dedup-pg check TEXT`` calls, each of
+another article neither the earlier crawl nor the batches hold (a crawler
+asking about one page): their wall and CPU seconds and peak RSS, and their
+verdicts compared between the modes as well.
+
+    python bench/term_cache.py [--earlier N] [--batches B] [--batch S] [--checks C] [--rounds R]
 
 Results: ``bench/results/term_cache.md``.
 """
@@ -38,6 +43,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -57,11 +63,11 @@ def write_jsonl(path: Path, rows: list[dict]) -> str:
 
 
 def run_mode(
-    mode: str, earlier: str, batches: list[str], work: Path, rnd: int
-) -> tuple[list[dict[str, float]], list[str]]:
+    mode: str, earlier: str, batches: list[str], checks: list[dict], work: Path, rnd: int
+) -> tuple[list[dict[str, float]], list[dict[str, float]], list[str]]:
     home = work / f"home-{mode}-{rnd}"
     cache = "off" if mode == "off" else str(work / f"terms-{rnd}")
-    calls, verdicts = [], []
+    calls, one_offs, verdicts = [], [], []
     with cli_server(home, cache) as (exe, env, _):
         out = work / f"earlier-{mode}-{rnd}.jsonl"
         timed([exe, "ingest", earlier, "--out", str(out), "--home", str(home)], env)
@@ -73,7 +79,14 @@ def run_mode(
             t["server_cpu"] = postmaster_children_cpu(home) - before
             calls.append(t)
             verdicts += out.read_text(encoding="utf-8").splitlines()
-    return calls, verdicts
+        for row in checks:
+            cmd = [exe, "check", row["body"], "--title", row["title"], "--json"]
+            one_offs.append(timed([*cmd, "--home", str(home)], env))
+            answer = subprocess.run(
+                [*cmd, "--home", str(home)], env=env, capture_output=True, text=True, check=True
+            )
+            verdicts.append(answer.stdout.strip())
+    return calls, one_offs, verdicts
 
 
 def main() -> None:
@@ -81,13 +94,15 @@ def main() -> None:
     ap.add_argument("--earlier", type=int, default=2000)
     ap.add_argument("--batches", type=int, default=6)
     ap.add_argument("--batch", type=int, default=500)
+    ap.add_argument("--checks", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--output", type=Path, default=RESULTS)
     args = ap.parse_args()
     started = time.perf_counter()
     need = args.batches * args.batch + args.earlier
-    articles = read_jsonl(DATA / "news" / "sina2018.jsonl", limit=need)
+    articles = read_jsonl(DATA / "news" / "sina2018.jsonl", limit=need + args.checks)
     rows = [{"id": a["id"], "title": a["title"], "body": a["body"]} for a in articles]
+    checks, rows = rows[need:], rows[:need]
     work = Path(tempfile.mkdtemp(prefix="dedup-term-cache-"))
     try:
         batched = rows[: args.batches * args.batch]
@@ -97,12 +112,14 @@ def main() -> None:
             for k in range(args.batches)
         ]
         results: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
+        one_offs: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
         verdicts: dict[str, list[str]] = {}
         for rnd in range(args.rounds):
             for mode in MODES if rnd % 2 == 0 else MODES[::-1]:
                 log(f"round {rnd + 1}: {mode}")
-                calls, lines = run_mode(mode, earlier, batches, work, rnd)
+                calls, checked, lines = run_mode(mode, earlier, batches, checks, work, rnd)
                 results[mode] += calls
+                one_offs[mode] += checked
                 if verdicts.setdefault(mode, lines) != lines:
                     raise SystemExit(f"{mode}: verdicts differ between rounds")
     finally:
@@ -112,6 +129,8 @@ def main() -> None:
         v = json.loads(line)
         return {k: v.get(k) for k in ("id", "verdict", "layer", "matched_id", "score")}
 
+    checked = f" and {args.checks} one-off checks" if args.checks else ""
+
     same = [strip(x) for x in verdicts["off"]] == [strip(x) for x in verdicts["cache"]]
     out = Report()
     out(
@@ -120,12 +139,13 @@ def main() -> None:
     out("")
     out(
         f"`python bench/term_cache.py --earlier {args.earlier} --batches {args.batches} "
-        f"--batch {args.batch} --rounds {args.rounds}`, engine at {engine_revision()}; "
+        f"--batch {args.batch} --checks {args.checks} --rounds {args.rounds}`, engine at "
+        f"{engine_revision()}; "
         f"{time.perf_counter() - started:.0f} s; load average at the end "
         f"{os.getloadavg()[0]:.1f}. Each mode: a fresh server, an earlier crawl of "
         f"{args.earlier:,} sina2018 articles in one call, then {args.batches} calls of "
-        f"{args.batch} other articles; per batch call, medians over "
-        f"{args.rounds * args.batches} calls."
+        f"{args.batch} other articles{checked}; medians over the "
+        f"{args.rounds * args.batches} batch calls."
     )
     out("")
     out(
@@ -146,10 +166,23 @@ def main() -> None:
     out("")
     out(
         f"Client CPU a call, cache / off: {med['cache']['cpu'] / med['off']['cpu']:.2f}x; "
-        f"wall: {med['cache']['wall'] / med['off']['wall']:.2f}x. Verdicts of the batch calls "
+        f"wall: {med['cache']['wall'] / med['off']['wall']:.2f}x. Verdicts of the calls "
         f"{'identical' if same else 'DIFFERENT'} in both modes "
         f"({len(verdicts['off']):,} lines)."
     )
+    if args.checks:
+        out("")
+        out(
+            f"One-off `dedup-pg check TEXT` ({args.checks} articles a round, each unseen), "
+            "medians over every call:"
+        )
+        out("")
+        out("| mode | CPU s a call | wall s a call | peak RSS MB |")
+        out("|---|---:|---:|---:|")
+        for mode in MODES:
+            calls = one_offs[mode]
+            m = {k: statistics.median(c[k] for c in calls) for k in ("cpu", "wall", "rss_mb")}
+            out(f"| {mode} | {m['cpu']:.2f} | {m['wall']:.2f} | {m['rss_mb']:.0f} |")
     out.write(args.output)
     if not same:
         raise SystemExit("verdicts differ with the cache")

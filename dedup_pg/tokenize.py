@@ -27,6 +27,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 import rjieba
@@ -59,18 +60,25 @@ DICTIONARY_FILE = ("dict.txt",)
 
 
 def jieba_file(parts: tuple[str, ...]) -> str:
-    """The path of one of jieba's data files (``IDF_FILE``, ``DICTIONARY_FILE``)."""
-    import jieba  # only for its location
+    """The path of one of jieba's data files (``IDF_FILE``, ``DICTIONARY_FILE``),
+    found without importing jieba (its import runs ~0.15 s of setup that
+    nothing here uses)."""
+    import importlib.util
 
-    return os.path.join(os.path.dirname(jieba.__file__), *parts)
+    spec = importlib.util.find_spec("jieba")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("jieba is not installed: its data files are needed", name="jieba")
+    return os.path.join(os.path.dirname(spec.origin), *parts)
 
 
-@lru_cache(maxsize=1)
 def _idf_table() -> tuple[dict[str, float], float]:
+    """jieba's IDF file as read: term -> IDF, and the median IDF (what a term
+    outside it gets). Read to build :class:`JiebaTables`, which the fingerprints
+    use."""
     with open(jieba_file(IDF_FILE), encoding="utf-8") as fh:
         text = fh.read()
     # "word value" a line: split once and pair them up, at half the cost of a
-    # loop over lines (the table is read at the start of every ingest)
+    # loop over lines
     words = text.split()
     lines = text.count("\n") + (not text.endswith("\n"))
     if len(words) == 2 * lines:
@@ -85,6 +93,91 @@ def _idf_table() -> tuple[dict[str, float], float]:
     return table, values[len(values) // 2]
 
 
+class JiebaFiles(NamedTuple):
+    """What a new term's values are read from, as jieba's text files give them:
+    its IDF table (:func:`_idf_table`) and the name words of its dictionary
+    (:func:`_dictionary_names`). Reading them costs a process ~0.4 s and ~60
+    MB; :class:`JiebaTables` holds the same by term hash, for the cache folder."""
+
+    idf: dict[str, float]
+    median_idf: float
+    names: frozenset[str]
+
+    @classmethod
+    def read(cls) -> JiebaFiles:
+        table, median = _idf_table()
+        return cls(table, float(median), _dictionary_names())
+
+    def idf_of(self, terms: list[str], hashes: np.ndarray) -> np.ndarray:
+        """The IDF of each term (the median for a term outside the file)."""
+        get, median = self.idf.get, self.median_idf
+        return np.array([get(t, median) for t in terms], dtype=np.float64)
+
+    def dictionary_names(self, terms: list[str], hashes: np.ndarray) -> np.ndarray:
+        """Whether each term is a name word of the dictionary."""
+        names = self.names
+        return np.array([t in names for t in terms], dtype=bool)
+
+
+class JiebaTables(NamedTuple):
+    """:class:`JiebaFiles` by term hash (:func:`simhash.term_hashes`, which
+    :class:`TermTable` computes for every new term anyway), as sorted arrays:
+    what the cache folder keeps (:func:`term_cache.load_jieba`), loaded in a
+    few ms where reading jieba's files costs ~0.4 s. A term hash shared by
+    two words (64 bits: about one chance in 10^13 for a new term to meet one
+    of the 380k) would give the new term the other's values; none is shared
+    among the files' words (tests/test_term_table.py)."""
+
+    idf_hashes: np.ndarray  # uint64, sorted: the IDF file's words
+    idf: np.ndarray  # float64, the IDF of each of idf_hashes
+    median_idf: float  # the IDF of a term outside the file
+    name_hashes: np.ndarray  # uint64, sorted: the dictionary's name words
+
+    @classmethod
+    def of(cls, files: JiebaFiles) -> JiebaTables:
+        """The tables holding what ``files`` holds."""
+        from .simhash import term_hashes
+
+        hashes = term_hashes(list(files.idf))
+        order = np.argsort(hashes, kind="stable")
+        idf = np.fromiter(files.idf.values(), dtype=np.float64, count=len(files.idf))
+        names = np.sort(term_hashes(sorted(files.names)))
+        return cls(hashes[order], idf[order], files.median_idf, names)
+
+    def idf_of(self, terms: list[str], hashes: np.ndarray) -> np.ndarray:
+        """The IDF of each term, by its hash (the median for a term outside the file)."""
+        at = _positions(self.idf_hashes, hashes)
+        return np.where(self.idf_hashes[at] == hashes, self.idf[at], self.median_idf)
+
+    def dictionary_names(self, terms: list[str], hashes: np.ndarray) -> np.ndarray:
+        """Whether each term, by its hash, is a name word of the dictionary."""
+        return self.name_hashes[_positions(self.name_hashes, hashes)] == hashes
+
+
+def _positions(sorted_hashes: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """Where each of ``hashes`` is or would be in ``sorted_hashes`` (not
+    empty), kept inside it."""
+    return np.minimum(np.searchsorted(sorted_hashes, hashes), len(sorted_hashes) - 1)
+
+
+@lru_cache(maxsize=1)
+def jieba_tables() -> JiebaTables | JiebaFiles:
+    """What the process reads new terms' values from: the :class:`JiebaTables`
+    the cache folder keeps, else made from jieba's files and kept there; with
+    the cache off (``DEDUP_PG_TERM_CACHE=off``), jieba's files as read
+    (:class:`JiebaFiles`: hashing them for nowhere to keep them would cost
+    ~0.4 s more)."""
+    from . import term_cache
+
+    if term_cache.jieba_path() is None:
+        return JiebaFiles.read()
+    tables = term_cache.load_jieba()
+    if tables is None:
+        tables = JiebaTables.of(JiebaFiles.read())
+        term_cache.save_jieba(tables)
+    return tables
+
+
 def tokens(text: str) -> list[str]:
     """Segment ``text`` and drop punctuation, whitespace and stop tokens."""
     word = _WORD.search
@@ -93,9 +186,12 @@ def tokens(text: str) -> list[str]:
 
 def weighted_terms(text: str) -> dict[str, float]:
     """Term -> TF-IDF weight for ``text`` (unknown terms get the median IDF)."""
-    table, median_idf = _idf_table()
+    from .simhash import term_hashes
+
     counts = Counter(tokens(text))
-    return {term: tf * table.get(term, median_idf) for term, tf in counts.items()}
+    terms = list(counts)
+    idf = jieba_tables().idf_of(terms, term_hashes(terms)) if terms else []
+    return {term: counts[term] * float(w) for term, w in zip(terms, idf, strict=True)}
 
 
 #: Terms a :class:`TermTable` holds before it starts afresh (about 170 bytes
@@ -218,7 +314,7 @@ class TermTable:
         a name, its share of one ``rjieba.tag`` of all such terms."""
         from .simhash import term_hashes
 
-        table, median_idf = _idf_table()
+        tables = jieba_tables()
         with self._lock:
             if self.persist and not self._loaded:
                 self._load()
@@ -234,15 +330,15 @@ class TermTable:
                 index = dict(index)
             first, last = len(index), need
             word = _WORD.search
+            new_hashes = term_hashes(missing)
+            weights = tables.idf_of(missing, new_hashes)
             # stop tokens and punctuation get weight 0: they are in the table
             # so that they are looked up once, and vote with nothing
-            idf[first:last] = [
-                table.get(t, median_idf) if t not in STOP_TOKENS and word(t) else 0.0
-                for t in missing
-            ]
-            hashes[first:last] = term_hashes(missing)
+            weights[[k for k, t in enumerate(missing) if t in STOP_TOKENS or not word(t)]] = 0.0
+            idf[first:last] = weights
+            hashes[first:last] = new_hashes
             from_text: list[int] = []
-            names[first:last] = _name_flags(missing, text, from_text)
+            names[first:last] = _name_flags(missing, text, from_text, new_hashes)
             self._from_text.update(first + k for k in from_text)
             # after their values: a reader seeing a term finds them
             index.update(zip(missing, range(first, last), strict=True))
@@ -291,7 +387,6 @@ class TermTable:
         return hashes[idx], tf * idf[idx], [terms[k] for k in np.flatnonzero(flags)]
 
 
-@lru_cache(maxsize=1)
 def _dictionary_names() -> frozenset[str]:
     """The words of jieba's dictionary (``jieba/dict.txt``: word, frequency,
     tag a line) whose tag makes them a name fact (:func:`facts.is_name`).
@@ -302,7 +397,7 @@ def _dictionary_names() -> frozenset[str]:
     flag is read here, without tagging; every word of the file is one of
     rjieba's (``has_word``) with the same tag when tagged alone (checked on all
     349,046; tests/test_term_table.py checks the flags against ``rjieba.tag``).
-    ~111,000 words, read in ~0.1 s by the first process that meets a new term."""
+    ~111,000 words (:class:`JiebaTables` keeps their hashes)."""
     with open(jieba_file(DICTIONARY_FILE), encoding="utf-8") as fh:
         text = fh.read()
     tags = "|".join(sorted(NAME_TAGS))
@@ -311,7 +406,10 @@ def _dictionary_names() -> frozenset[str]:
 
 
 def _name_flags(
-    terms: list[str], text: str | None, from_text: list[int] | None = None
+    terms: list[str],
+    text: str | None,
+    from_text: list[int] | None = None,
+    hashes: np.ndarray | None = None,
 ) -> list[int]:
     """The name flag of each of ``terms`` (``facts.is_name`` of the term and its
     tag): 1 or 0, or -1 when tagging the term alone splits it and there is no
@@ -326,14 +424,20 @@ def _name_flags(
     check 400 articles' terms), at one
     call's overhead instead of one per term."""
     flags = [0] * len(terms)
+    if not terms:
+        return flags
     # a word of jieba's dictionary takes the dictionary's tag wherever it is
     # cut: it needs no tagging (two thirds of a crawl's new terms)
-    names = _dictionary_names()
+    if hashes is None:
+        from .simhash import term_hashes
+
+        hashes = term_hashes(terms)
+    in_names = jieba_tables().dictionary_names(terms, hashes).tolist()
     has_word = rjieba.has_word
     could = []
     for k, t in enumerate(terms):
         if len(t) >= 2 and not t.isascii():
-            if t in names:
+            if in_names[k]:
                 flags[k] = 1
             elif not has_word(t):
                 could.append(k)

@@ -103,6 +103,18 @@ def test_check_and_stats(dsn):
     assert stats["totals"]["documents"] == 1 and stats["daily"][0]["new"] == 1
 
 
+def test_init_keeps_jieba_tables_in_the_term_cache(dsn, tmp_path, monkeypatch):
+    from dedup_pg import term_cache
+
+    monkeypatch.setenv(term_cache.ENV, str(tmp_path))
+    assert not list(tmp_path.glob("jieba-*.npz"))
+    assert run("init", "--dsn", dsn).exit_code == 0
+    assert [p.name for p in tmp_path.glob("jieba-*.npz")] == [term_cache.jieba_path().name]
+    assert term_cache.load_jieba() is not None
+    monkeypatch.setenv(term_cache.ENV, "off")
+    assert run("init", "--dsn", dsn).exit_code == 0  # nowhere to keep them: nothing written
+
+
 def test_settings_show_and_set(dsn):
     assert "window_days" in run("settings", "show", "--dsn", dsn).stdout
     assert (

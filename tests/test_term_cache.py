@@ -30,10 +30,14 @@ from dedup_pg.fingerprint import fingerprint
 from dedup_pg.normalize import NormalizeOptions
 rows = [json.loads(line) for line, _ in zip(open(sys.argv[1], encoding="utf-8"), range(int(sys.argv[2])))]
 opts = NormalizeOptions()
+read = []  # jieba's files read (the tables not loaded from the cache)
+made = tokenize.JiebaFiles.read
+tokenize.JiebaFiles.read = lambda: read.append(1) or made()
 first = fingerprint(rows[0]["body"], rows[0]["title"], opts)  # loads the file, if any
 loaded = tokenize.TERMS._from_file
 fps = [first.wire()] + [fingerprint(r["body"], r["title"], opts).wire() for r in rows[1:]]
-print(json.dumps({"loaded": loaded, "terms": len(tokenize.TERMS), "fps": fps}))
+print(json.dumps({"loaded": loaded, "terms": len(tokenize.TERMS), "fps": fps,
+                  "tables_read": len(read), "jieba_imported": "jieba" in sys.modules}))
 """
 
 
@@ -53,15 +57,21 @@ def test_a_process_starts_from_the_terms_an_earlier_one_saved(tmp_path, sina):
     assert cold["loaded"] == 0 and cold["terms"] > 5000
     files = list(tmp_path.glob("terms-*.npz"))
     assert len(files) == 1
+    # jieba's tables were read from its files once, and kept beside the terms
+    assert cold["tables_read"] == 1 and len(list(tmp_path.glob("jieba-*.npz"))) == 1
     warm = run_fresh(tmp_path, 80)
     # every term of the 80 articles came from the file: none was computed again
     assert warm["loaded"] == warm["terms"] == cold["terms"]
     assert warm["fps"] == cold["fps"]
     # and they are what a process without the file computes
     off = run_fresh("off", 80)
-    assert off["fps"] == cold["fps"]
-    # a longer run adds the new articles' terms to the file
+    assert off["fps"] == cold["fps"] and off["tables_read"] == 1
+    # a process with the file but new terms loads jieba's tables, not its files
     more = run_fresh(tmp_path, 160)
+    assert more["tables_read"] == 0 and more["fps"][:80] == cold["fps"]
+    # jieba itself is never imported: only its data files are read
+    assert not any(r["jieba_imported"] for r in (cold, warm, off, more))
+    # a longer run adds the new articles' terms to the file
     assert more["loaded"] == cold["terms"] and more["terms"] > cold["terms"]
     assert run_fresh(tmp_path, 160)["loaded"] == more["terms"]
 
@@ -145,3 +155,36 @@ def test_the_cache_turns_off(monkeypatch, value, sina):
     table.weights(sina[0]["body"])
     table.save()  # nothing to write to: no error
     assert fingerprint(sina[0]["body"], sina[0]["title"], NormalizeOptions()).minhash
+
+
+def test_jieba_tables_are_kept_and_a_bad_file_is_replaced(tmp_path, monkeypatch):
+    from dedup_pg import tokenize
+
+    monkeypatch.setenv(term_cache.ENV, str(tmp_path))
+    path = term_cache.jieba_path()
+    assert path is not None and path.parent == tmp_path
+    assert term_cache.load_jieba() is None  # none kept yet
+    stale = tmp_path / "jieba-0000000000000000.npz"
+    stale.write_bytes(b"written under another key")
+    tables = tokenize.JiebaTables.of(tokenize.JiebaFiles.read())
+    assert term_cache.save_jieba(tables) == path and not stale.exists()
+    kept = term_cache.load_jieba()
+    assert kept is not None and kept.median_idf == tables.median_idf
+    for name in ("idf_hashes", "idf", "name_hashes"):
+        assert np.array_equal(getattr(kept, name), getattr(tables, name))
+    # a file that cannot be read is ignored (and the next save replaces it)
+    for bad in (b"not a numpy file", _npz(idf_hashes=np.zeros(3, np.uint64))):
+        path.write_bytes(bad)
+        assert term_cache.load_jieba() is None
+    arrays = {n: getattr(tables, n) for n in ("idf_hashes", "idf", "name_hashes")}
+    path.write_bytes(_npz(**{**arrays, "idf": tables.idf[:-1]}, median_idf=np.float64(1.0)))
+    assert term_cache.load_jieba() is None  # IDF values and hashes of unlike lengths
+    assert term_cache.save_jieba(tables) == path and term_cache.load_jieba() is not None
+
+
+def _npz(**arrays: np.ndarray) -> bytes:
+    import io
+
+    out = io.BytesIO()
+    np.savez(out, **arrays)
+    return out.getvalue()

@@ -159,6 +159,35 @@ def test_idf_table_is_the_file_read_line_by_line():
     assert median == sorted(expected.values())[len(expected) // 2]
 
 
+def test_jieba_tables_are_the_files(sina):
+    # JiebaTables holds jieba's files (JiebaFiles) by term hash: every word of
+    # each reads back its value, no two words share a hash, a word outside the
+    # files gets the median IDF and no name, and both forms agree on the
+    # terms of real articles
+    from dedup_pg.tokenize import JiebaFiles, JiebaTables
+
+    files = JiebaFiles.read()
+    tables = JiebaTables.of(files)
+    words = list(files.idf)
+    hashes = sh.term_hashes(words)
+    assert len(np.unique(hashes)) == len(words) == len(tables.idf_hashes)
+    assert tables.idf_of(words, hashes).tolist() == list(files.idf.values())
+    assert tables.median_idf == files.median_idf
+    entries = [word for word, _freq, _tag in _dictionary()]
+    flags = tables.dictionary_names(entries, sh.term_hashes(entries))
+    assert flags.tolist() == [word in files.names for word in entries]
+    assert len(np.unique(tables.name_hashes)) == len(files.names) > 100_000
+    outside = ["zz不在词表里zz", "", "\u3000"]
+    assert not any(w in files.idf for w in outside)
+    assert tables.idf_of(outside, sh.term_hashes(outside)).tolist() == [files.median_idf] * 3
+    assert not tables.dictionary_names(outside, sh.term_hashes(outside)).any()
+    terms = list(dict.fromkeys(w for a in sina[:300] for w in rjieba.cut(a["body"]))) + outside
+    hashes = sh.term_hashes(terms)
+    for form in ("idf_of", "dictionary_names"):
+        got = getattr(tables, form)(terms, hashes)
+        assert got.tolist() == getattr(files, form)(terms, hashes).tolist(), form
+
+
 def test_a_batch_orjson_refuses_is_sent_as_json_writes_it():
     from dedup_pg.deduper import _dump_items
 
