@@ -96,7 +96,7 @@ def _idf_table() -> tuple[dict[str, float], float]:
 class JiebaFiles(NamedTuple):
     """What a new term's values are read from, as jieba's text files give them:
     its IDF table (:func:`_idf_table`) and the name words of its dictionary
-    (:func:`_dictionary_names`). Reading them costs a process ~0.4 s and ~60
+    (:func:`_dictionary_names`). Reading them costs a process ~0.4 s and ~35
     MB; :class:`JiebaTables` holds the same by term hash, for the cache folder."""
 
     idf: dict[str, float]
