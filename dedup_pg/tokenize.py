@@ -73,8 +73,7 @@ def jieba_file(parts: tuple[str, ...]) -> str:
 
 def _idf_table() -> tuple[dict[str, float], float]:
     """jieba's IDF file as read: term -> IDF, and the median IDF (what a term
-    outside it gets). Read to build :class:`JiebaTables`, which the fingerprints
-    use."""
+    outside it gets). :class:`JiebaFiles` holds it."""
     with open(jieba_file(IDF_FILE), encoding="utf-8") as fh:
         text = fh.read()
     # "word value" a line: split once and pair them up, at half the cost of a

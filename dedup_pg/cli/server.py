@@ -35,7 +35,8 @@ def init(dsn: str | None, home: str | None, citus: bool) -> None:
         revision = database.current_revision(dd.dsn)
         click.echo(f"database ready at revision {revision}: {_redact(dd.dsn)}")
     # once per machine, as the server: jieba's IDF table and dictionary names
-    # read (~0.5 s of CPU) and kept, so that no ingest or check pays for them
+    # read and hashed (~0.8 s of CPU) and kept, so that no ingest or check
+    # pays for them
     from .. import term_cache
     from ..tokenize import JiebaFiles, JiebaTables
 
