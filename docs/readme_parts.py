@@ -208,13 +208,12 @@ def _read_defaults(dsn: str) -> dict[str, tuple]:
         settings = conn.execute(
             "SELECT name, value::text, description FROM dedup_settings ORDER BY name"
         ).fetchall()
-        # the engine's own rule (dedup_simhash_distances) at each length step
+        # the engine's own rule at each length step (dedup_simhash_distance_steps)
         distances = conn.execute(
-            "WITH s AS (SELECT jsonb_object_agg(name, value) AS v FROM dedup_settings)"
-            " SELECT (r ->> 0)::integer, x.duplicate_distance, x.review_distance"
-            "   FROM s, jsonb_array_elements(s.v -> 'simhash_distance_by_length') r,"
-            "        dedup_simhash_distances((r ->> 0)::integer, s.v) x"
-            "  ORDER BY 1"
+            "SELECT x.min_length, x.duplicate_distance, x.review_distance"
+            "  FROM dedup_simhash_distance_steps("
+            "           (SELECT jsonb_object_agg(name, value) FROM dedup_settings)) x"
+            " WHERE x.min_length IS NOT NULL ORDER BY 1"
         ).fetchall()
     return {"settings": tuple(settings), "distances": tuple(distances)}
 

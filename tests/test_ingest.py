@@ -327,6 +327,98 @@ def test_simhash_distance_depends_on_length(dd):
     ).fetchone() == (6,)
 
 
+#: The SimHash distance rule as dedup_simhash_distances held it before revision
+#: 0048 (a scalar subquery for the step): the reference the steps must agree with
+_DISTANCES_BEFORE_0048 = """
+    WITH rule AS (
+        SELECT least(coalesce((SELECT (r ->> 1)::integer
+                                 FROM jsonb_array_elements(%(s)s::jsonb -> 'simhash_distance_by_length') r
+                                WHERE (r ->> 0)::integer <= %(n)s
+                                ORDER BY (r ->> 0)::integer DESC LIMIT 1),
+                              0),
+                     (%(s)s::jsonb ->> 'simhash_distance')::integer) AS dup)
+    SELECT dup, greatest(dup, least(7, (%(s)s::jsonb ->> 'simhash_review_distance')::integer,
+                                    dup + coalesce((%(s)s::jsonb ->> 'simhash_review_margin')::integer, 3)))
+      FROM rule
+"""
+
+
+def test_simhash_distances_read_the_steps_as_the_rule_before(dd):
+    # dedup_simhash_distances reads dedup_simhash_distance_steps (revision
+    # 0048): the same distances as the rule before, for any length, under
+    # settings with unsorted steps, a step without a distance, no steps, a cap
+    # below the steps and a wide review band
+    settings = dd.conn.execute(
+        "SELECT jsonb_object_agg(name, value) FROM dedup_settings"
+    ).fetchone()[0]
+    variants = [
+        settings,
+        settings | {"simhash_distance_by_length": [[300, 2], [0, 1], [1000, 5], [80, None]]},
+        settings | {"simhash_distance_by_length": []},
+        {k: v for k, v in settings.items() if k != "simhash_distance_by_length"},
+        settings | {"simhash_distance": 2, "simhash_review_distance": 6},
+        settings | {"simhash_review_margin": None, "simhash_review_distance": 7},
+    ]
+    for s in variants:
+        steps = dd.conn.execute(
+            "SELECT count(*) FROM dedup_simhash_distance_steps(%s)", [Jsonb(s)]
+        ).fetchone()[0]
+        assert steps == 1 + len(s.get("simhash_distance_by_length") or [])
+        for n in (0, 1, 79, 80, 81, 149, 150, 299, 300, 599, 600, 999, 1000, 5000):
+            got = dd.conn.execute(
+                "SELECT duplicate_distance, review_distance FROM dedup_simhash_distances(%s, %s)",
+                [n, Jsonb(s)],
+            ).fetchone()
+            assert (
+                got == dd.conn.execute(_DISTANCES_BEFORE_0048, {"s": Jsonb(s), "n": n}).fetchone()
+            )
+
+
+def test_ingest_takes_each_text_s_distances_from_its_source_s_steps(dd, sina):
+    # dedup_ingest reads the steps once a source and picks each text's step by
+    # its length: the thresholds recorded with each exact copy are the
+    # distances dedup_simhash_distances gives for that length and source. One
+    # source has a step at each text's exact length (a text takes the step it
+    # reaches), the distances alternating; the other has the defaults
+    from dedup_pg.fingerprint import fingerprint
+
+    texts = []
+    for i, cut in enumerate((60, 130, 350, 450, 900, 3000)):
+        a = _article(sina, 300 + 200 * i)
+        texts.append({"title": a["title"], "body": a["body"][:cut]})
+    lengths = [fingerprint(t["body"], t["title"], dd.options).length for t in texts]
+    steps = [[0, 3]] + [[n, 1 + k % 3] for k, n in enumerate(sorted(lengths))]
+    dd.conn.execute(
+        "INSERT INTO dedup_sources (source, settings) VALUES ('steep.example', %s)",
+        [Jsonb({"simhash_distance_by_length": steps})],
+    )
+    assert {v.verdict for v in dd.ingest_many(texts)} == {"new"}
+    copies = [
+        {**t, "id": f"copy-{k}-{source}", "source": source}
+        for k, t in enumerate(texts)
+        for source in ("steep.example", None)
+    ]
+    verdicts = list(dd.ingest_many(copies))  # one batch, the sources alternating
+    assert {(v.verdict, v.layer) for v in verdicts} == {("duplicate", "exact")}
+    got, expected = [], []
+    for copy, v in zip(copies, verdicts, strict=True):
+        thresholds = dd.conn.execute(
+            "SELECT thresholds FROM duplicate_candidates WHERE candidate_id = %s",
+            [v.candidate_id],
+        ).fetchone()[0]
+        got.append((thresholds["simhash_distance"], thresholds["simhash_review_distance"]))
+        expected.append(
+            dd.conn.execute(
+                "SELECT duplicate_distance, review_distance FROM dedup_simhash_distances("
+                "%s, dedup_effective_settings(%s, '{}'))",
+                [lengths[len(expected) // 2], copy["source"]],
+            ).fetchone()
+        )
+    assert got == expected
+    # the two sources' distances differ for most texts: each copy was given its own
+    assert sum(a != b for a, b in zip(got[::2], got[1::2], strict=True)) >= 3
+
+
 def test_provenance_how_many_sites_and_who_first(dd, sina):
     a = _article(sina, 100)
     docs = [
