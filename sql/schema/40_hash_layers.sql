@@ -264,7 +264,8 @@ $$;
 -- duplicate distance is the step's, capped by simhash_distance; the review
 -- distance that plus simhash_review_margin, capped by simhash_review_distance
 -- (and 7, the most the band layout can find). A set-returning function of one
--- SELECT: PostgreSQL inlines it into the query that calls it. dedup_ingest reads
+-- SELECT: PostgreSQL inlines it into a query that passes it a value or a
+-- parameter (checked in dedup_ingest's plan), not a subquery. dedup_ingest reads
 -- the steps once a source (until revision 0048 it called
 -- dedup_simhash_distances for each text of a one-text batch: ~0.1 ms).
 CREATE FUNCTION dedup_simhash_distance_steps(p_settings jsonb)
