@@ -145,6 +145,22 @@ def signature(key: str) -> list[int] | None:
     return low.astype(np.uint16).view(np.int16).tolist()
 
 
+def band_keys(values: list[int]) -> list[int]:
+    """The BANDS band keys PostgreSQL's ``dedup_minhash_bands`` makes of a
+    signature of these values (for tests and benchmarks): band b is values
+    3b to 3b+2, 16 bits each, one after the other, with b above them; none
+    (SQL: NULL) for fewer than BANDS * BAND_ROWS values."""
+    if len(values) < BANDS * BAND_ROWS:
+        return []
+    keys = []
+    for b in range(BANDS):
+        key = b
+        for v in values[b * BAND_ROWS : (b + 1) * BAND_ROWS]:
+            key = key << VALUE_BITS | (v & 0xFFFF)
+        keys.append(key)
+    return keys
+
+
 def vector_multiplies() -> bool:
     """Whether this CPU multiplies 64-bit integers in vector registers
     (x86 AVX-512 DQ and VL: ``vpmullq``, ``vpminuq``), so that numba's loop over

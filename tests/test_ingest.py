@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from psycopg.types.json import Jsonb
 
-from dedup_pg import Deduper, Document
+from dedup_pg import Deduper, Document, minhash
 from dedup_pg.deduper import prepare_batch
 from dedup_pg.fingerprint import ARRAY_FIELDS, with_json_arrays
 from dedup_pg.normalize import NORMALIZATION_VERSION
@@ -201,21 +201,45 @@ def test_document_fields_and_fingerprints_are_stored(dd, sina):
 
 def test_lookup_rows_are_the_fingerprints_keys(dd, sina):
     """What ingest writes to the lookup tables is what the SQL key functions
-    make of the stored fingerprints (the store spells some of them out)."""
+    make of the stored fingerprints (the store spells some of them out), and
+    the MinHash band keys are the signature's values, three a band, as
+    dedup_pg.minhash.band_keys lays them out: the GIN index is over
+    dedup_minhash_bands(signature), and a probe by those keys uses it."""
     list(dd.ingest_many([{**_article(sina, 60 + k), "id": f"k{k}"} for k in range(12)]))
     rows = dd.conn.execute(
         "SELECT d.doc_id,"
         " ARRAY(SELECT b.band_key FROM document_simhash_bands b"
         "        WHERE b.doc_id = d.doc_id AND b.seen_at = d.seen_at ORDER BY 1)"
         "   = dedup_simhash_band_keys(d.simhash),"
-        " (SELECT m.band_keys = dedup_minhash_bands(dedup_minhash_values(m.signature))"
-        "   FROM document_minhash_bands m WHERE m.doc_id = d.doc_id AND m.seen_at = d.seen_at),"
         " (SELECT count(*) FROM document_clauses c"
-        "   WHERE c.doc_id = d.doc_id AND c.seen_at = d.seen_at) BETWEEN 1 AND d.clause_count"
-        " FROM documents d"
+        "   WHERE c.doc_id = d.doc_id AND c.seen_at = d.seen_at) BETWEEN 1 AND d.clause_count,"
+        " dedup_minhash_values(m.signature), dedup_minhash_bands(m.signature)"
+        " FROM documents d JOIN document_minhash_bands m USING (doc_id, seen_at)"
     ).fetchall()
     assert len(rows) == 12
-    assert all(r[1:] == (True, True, True) for r in rows), rows
+    assert all(r[1:3] == (True, True) for r in rows), rows
+    for _, _, _, values, keys in rows:
+        assert len(values) == minhash.NUM_PERM
+        assert keys == minhash.band_keys(values) and len(set(keys)) == minhash.BANDS
+    # each text is found by its own keys, through the index
+    dd.conn.execute("SET enable_seqscan = off")
+    for doc_id, _, _, _, keys in rows:
+        found = dd.conn.execute(
+            "SELECT array_agg(b.doc_id) FROM document_minhash_bands b"
+            " WHERE dedup_minhash_bands(b.signature) && %s::bigint[]",
+            [keys[5:6]],
+        ).fetchone()[0]
+        assert doc_id in found
+    plan = "\n".join(
+        r[0]
+        for r in dd.conn.execute(
+            "EXPLAIN SELECT b.doc_id FROM document_minhash_bands b"
+            " WHERE dedup_minhash_bands(b.signature) && %s::bigint[]",
+            [rows[0][4]],
+        )
+    )
+    dd.conn.execute("RESET enable_seqscan")
+    assert "Bitmap Index Scan on document_minhash_bands_" in plan, plan
 
 
 def test_same_title_over_a_different_body_is_new(dd, sina):

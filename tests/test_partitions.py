@@ -150,13 +150,22 @@ def test_drop_refuses_all_history_unless_forced(dd):
 
 def _lookup_rows(conn) -> tuple[int, int, int]:
     """Clause rows, documents with MinHash band values and their values, in
-    either layout of the bands (a row a value before revision 0019, an array a
-    document from it; 32 values a document before revision 0021, 16 from it)."""
-    arrays = conn.execute(
-        "SELECT count(*) FROM information_schema.columns"
-        " WHERE table_name = 'document_minhash_bands' AND column_name = 'band_keys'"
-    ).fetchone()[0]
-    values = "sum(cardinality(band_keys))" if arrays else "count(*)"
+    each layout of the bands (a row a value before revision 0019, an array a
+    document from it, computed from the signature from revision 0049; 32
+    values a document before revision 0021, 16 from it)."""
+    columns = {
+        r[0]
+        for r in conn.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_name = 'document_minhash_bands'"
+        )
+    }
+    if "band_keys" in columns:
+        values = "sum(cardinality(band_keys))"
+    elif "signature" in columns:
+        values = "sum(cardinality(dedup_minhash_bands(signature)))"
+    else:
+        values = "count(*)"
     return conn.execute(
         f"SELECT (SELECT count(*) FROM document_clauses),"
         f" (SELECT count(DISTINCT doc_id) FROM document_minhash_bands),"

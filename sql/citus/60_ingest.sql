@@ -130,7 +130,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 a66df15ba863b2a3
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 1389480685266acc
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -241,7 +241,6 @@ BEGIN
 
     FOREACH it IN ARRAY v_items
     LOOP
-        v_mh_bands := NULL;
         v_held := '{}';
         -- the first clauses of the text, in order (the lead rule, below)
         v_lead := coalesce(it.lead, '{}');
@@ -584,9 +583,9 @@ BEGIN
         -- on the whole signature (estimated Jaccard of character 5-grams).
         -- Catches what changes a word in most clauses: synonyms, reworded leads.
         IF verdict IS NULL AND m_doc_id IS NULL AND it.minhash IS NOT NULL AND v_mh_dup IS NOT NULL THEN
-            v_mh_bands := dedup_minhash_bands(it.minhash);  -- stored with the item below
-            -- the item's signature as the stored ones, in bits
+            -- the item's signature as the stored ones, in bits, and its bands
             v_signature := coalesce(it.signature, dedup_minhash_bits(it.minhash));
+            v_mh_bands := dedup_minhash_bands(v_signature);
             -- Citus: the band holders and their similarity first (every
             -- shard's GIN index; each band row holds its signature), then
             -- their documents by doc_id (theirs), ranked and whitelist-checked
@@ -594,7 +593,7 @@ BEGIN
             SELECT array_agg(b.doc_id), array_agg(b.seen_at), array_agg(b.sim) INTO v_mh_docs, v_mh_seen, v_mh_sim
               FROM (SELECT b.doc_id, b.seen_at, dedup_minhash_similarity(b.signature, v_signature) AS sim
                       FROM document_minhash_bands b
-                     WHERE b.band_keys && v_mh_bands AND b.seen_at BETWEEN v_lo AND v_hi) b;
+                     WHERE dedup_minhash_bands(b.signature) && v_mh_bands AND b.seen_at BETWEEN v_lo AND v_hi) b;
             -- their documents only when there are some (most texts share no band):
             -- a statement over documents runs on every shard
             IF v_mh_docs IS NOT NULL THEN
@@ -704,13 +703,7 @@ BEGIN
             IF v_doc_id IS NULL THEN  -- whitelisted text: no digest claimed
                 v_doc_id := nextval('documents_doc_id_seq');
             END IF;
-            -- the band keys once: the MinHash probe computed them (unless a
-            -- layer before it decided)
-            PERFORM dedup_store_document_bands(
-                it, v_doc_id,
-                CASE WHEN v_mh_bands IS NULL AND it.minhash IS NOT NULL
-                     THEN dedup_minhash_bands(it.minhash) ELSE v_mh_bands END,
-                v_held);
+            PERFORM dedup_store_document(it, v_doc_id, coalesce(v_held, '{}'));
             doc_id := v_doc_id;
             IF verdict = 'review' THEN
                 candidate_id := dedup_record_candidate(

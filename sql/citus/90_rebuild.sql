@@ -9,7 +9,7 @@
 -- coordinator (as on a single node): on a cluster it runs on the coordinator,
 -- it does not scale out.
 
--- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 acf8e63e5246cc59
+-- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 d5b67b0bf3a05ab4
 CREATE OR REPLACE FUNCTION dedup_rebuild_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
                verdict text, layer text, score double precision, distance integer, thresholds jsonb)
@@ -86,7 +86,7 @@ BEGIN
     -- coordinator (the table is distributed by doc_id; the self-join on a band
     -- value is not on the distribution column)
     CREATE TEMP TABLE dedup_rb_mh ON COMMIT DROP AS
-    SELECT m.doc_id, m.seen_at, unnest(m.band_keys) AS band_key
+    SELECT m.doc_id, m.seen_at, unnest(dedup_minhash_bands(m.signature)) AS band_key
       FROM document_minhash_bands m
      WHERE v_mh_dup IS NOT NULL AND m.seen_at >= v_from;
     ANALYZE dedup_rb_mh;
@@ -403,7 +403,7 @@ BEGIN
           s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
 END $$;
 
--- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 2daf97c06f70b798
+-- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 1a25ba38d5a890c5
 -- Citus: the single-node statements join the batch's temporary table with
 -- documents, document_clauses and the band and digest tables (INSERT ...
 -- JOIN documents, DELETE ... USING documents, UPDATE ... FROM, a correlated
@@ -481,13 +481,13 @@ BEGIN
      WHERE c.seen_at BETWEEN v_lo AND v_hi AND c.doc_id = ANY (v_ids);
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
     SELECT h, r.doc_id, r.seen_at FROM dedup_refp r, unnest(dedup_clause_rows(r.clauses, r.lead)) h;
-    -- the MinHash row (bands and signature) follows the signature (as
-    -- dedup_store_document writes it)
+    -- the MinHash row follows the signature (as dedup_store_document writes
+    -- it)
     v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r WHERE r.signature IS DISTINCT FROM r.old_minhash);
     DELETE FROM document_minhash_bands b
      WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = ANY (v_ids);
-    INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys, signature)
-    SELECT r.doc_id, r.seen_at, dedup_minhash_bands(r.minhash), r.signature
+    INSERT INTO document_minhash_bands (doc_id, seen_at, signature)
+    SELECT r.doc_id, r.seen_at, r.signature
       FROM dedup_refp r
      WHERE r.signature IS DISTINCT FROM r.old_minhash AND r.signature IS NOT NULL;
     -- and the SimHash bands the simhash

@@ -130,10 +130,48 @@ CREATE INDEX document_simhash_bands_doc_id_idx ON document_simhash_bands USING b
 COMMENT ON TABLE document_simhash_bands IS
     'SimHash bands of stored documents (4 per document: band_key = band number << 16 | its 16 bits, see dedup_simhash_band_keys): the SimHash layer''s candidate lookup; partitioned by ISO week';
 
+-- The 16 band keys of a MinHash signature (document_minhash_bands.signature):
+-- band b is values 3b+1 .. 3b+3, the signature's bits 48b to 48b+47, read as
+-- a number, with b above them (bits 48-51). The bands cover the first 48
+-- values (the similarity is estimated on all 128); two texts share a key
+-- exactly when they share a band's three values. 16 bands of 3 find the pairs
+-- 32 bands of 4 found (revisions 0008 to 0020) at half the index entries, and
+-- more unrelated candidates: bench/candidate_recall.py, revision 0021. The
+-- GIN index of document_minhash_bands is over this expression, not a stored
+-- column (revision 0049): the column cost 152 bytes a document; a hash of the
+-- values' text (revisions 0021 to 0048) cost ~28 us a signature where this
+-- expression, inlined, costs ~1 (7,673 signatures in one query: 212 ms
+-- against 7). One expression, no subquery: PostgreSQL
+-- inlines it in the index and in a query alike, so a query's
+-- dedup_minhash_bands(b.signature) && keys uses the index. A signature of
+-- fewer than 48 values has none (NULL). The lock stripes
+-- (dedup_lock_stripes_of) follow the same layout.
+CREATE FUNCTION dedup_minhash_bands(p_signature bit varying)
+RETURNS bigint[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN length(p_signature) >= 768 THEN ARRAY[
+        substring(p_signature FROM 1 FOR 48)::bit(48)::bigint,
+        (1::bigint << 48) | substring(p_signature FROM 49 FOR 48)::bit(48)::bigint,
+        (2::bigint << 48) | substring(p_signature FROM 97 FOR 48)::bit(48)::bigint,
+        (3::bigint << 48) | substring(p_signature FROM 145 FOR 48)::bit(48)::bigint,
+        (4::bigint << 48) | substring(p_signature FROM 193 FOR 48)::bit(48)::bigint,
+        (5::bigint << 48) | substring(p_signature FROM 241 FOR 48)::bit(48)::bigint,
+        (6::bigint << 48) | substring(p_signature FROM 289 FOR 48)::bit(48)::bigint,
+        (7::bigint << 48) | substring(p_signature FROM 337 FOR 48)::bit(48)::bigint,
+        (8::bigint << 48) | substring(p_signature FROM 385 FOR 48)::bit(48)::bigint,
+        (9::bigint << 48) | substring(p_signature FROM 433 FOR 48)::bit(48)::bigint,
+        (10::bigint << 48) | substring(p_signature FROM 481 FOR 48)::bit(48)::bigint,
+        (11::bigint << 48) | substring(p_signature FROM 529 FOR 48)::bit(48)::bigint,
+        (12::bigint << 48) | substring(p_signature FROM 577 FOR 48)::bit(48)::bigint,
+        (13::bigint << 48) | substring(p_signature FROM 625 FOR 48)::bit(48)::bigint,
+        (14::bigint << 48) | substring(p_signature FROM 673 FOR 48)::bit(48)::bigint,
+        (15::bigint << 48) | substring(p_signature FROM 721 FOR 48)::bit(48)::bigint] END
+$$;
+
 -- MinHash: a signature of 128 minimums over the text's character 5-grams
 -- (computed in Python, dedup_pg/minhash.py), cut into 16 bands of 3 values
--- (dedup_minhash_bands). A document's band values are one row here, under a
--- GIN index, with the signature itself: two texts sharing a band value are
+-- (dedup_minhash_bands). A document's signature is one row here, its band
+-- keys under a GIN index (over the expression): two texts sharing a band are
 -- compared on the whole signature (estimated Jaccard). It finds what changes a
 -- word in most clauses: synonym rewrites, reworded leads.
 -- A signature's values are 16 bits each: equal minimums are what the estimate
@@ -143,7 +181,7 @@ COMMENT ON TABLE document_simhash_bands IS
 -- as 2,048 bits (revision 0040; dedup_minhash_values gives them as smallint[]).
 -- One row a document, not one a band: a row a band cost its 52 bytes of heap
 -- and ~52 of btree for each of its then 32 values (3,298 bytes a document on
--- sina2018, bench/bytes.py); the array and its GIN entries cost ~1,650. The
+-- sina2018, bench/bytes.py); an array of them and its GIN entries ~1,650. The
 -- signature is on this row, not on the document's (until revision 0041 it
 -- was documents.minhash): the probe's bitmap scan reads the rows of the texts
 -- sharing a band anyway, so it ranks them by similarity there, and only the
@@ -153,14 +191,13 @@ COMMENT ON TABLE document_simhash_bands IS
 CREATE TABLE document_minhash_bands (
     doc_id    bigint NOT NULL,
     seen_at   timestamptz NOT NULL,
-    band_keys bigint[] NOT NULL,
     signature bit varying NOT NULL
 ) PARTITION BY RANGE (seen_at);
 CREATE INDEX document_minhash_bands_keys_idx ON document_minhash_bands
-    USING gin (band_keys) WITH (fastupdate = off);
+    USING gin (dedup_minhash_bands(signature)) WITH (fastupdate = off);
 CREATE INDEX document_minhash_bands_doc_id_idx ON document_minhash_bands USING brin (doc_id);
 COMMENT ON TABLE document_minhash_bands IS
-    'MinHash signatures of stored documents and their band values (one row a document with a signature: its 16 band keys, dedup_minhash_bands, under a GIN index): the MinHash layer''s candidate lookup and comparison; partitioned by ISO week';
+    'MinHash signatures of stored documents (one row a document with a signature), their 16 band keys (dedup_minhash_bands(signature)) under a GIN index: the MinHash layer''s candidate lookup and comparison; partitioned by ISO week';
 COMMENT ON COLUMN document_minhash_bands.signature IS
     'MinHash signature over character 5-grams of the normalized text as 2,048 bits: 128 values of 16 bits (the low bits of each minimum, dedup_pg/minhash.py), value i in bits 16i to 16i+15; dedup_minhash_values(signature) gives them as smallint[]';
 
@@ -308,19 +345,6 @@ LANGUAGE sql STABLE AS $$
                     WHERE w.kind = 'pair'
                       AND w.content_sha1 = least(p_a, p_b)
                       AND w.other_sha1 = greatest(p_a, p_b))
-$$;
-
--- The 16 band values of a signature: band b hashes values 3b+1 .. 3b+3, so
--- the bands cover the signature's first 48 values (the similarity is
--- estimated on all 128). 16 bands of 3 find the pairs 32 bands of 4 found
--- (revisions 0008 to 0020) at half the index entries, and more unrelated
--- candidates: bench/candidate_recall.py, revision 0021. The lock stripes
--- (dedup_lock_stripes_of) follow the same layout.
-CREATE FUNCTION dedup_minhash_bands(p_minhash smallint[])
-RETURNS bigint[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT ARRAY(SELECT hashtextextended(p_minhash[b * 3 + 1 : b * 3 + 3]::text, b)
-                   FROM generate_series(0, least(16, cardinality(p_minhash) / 3) - 1) b)
 $$;
 
 -- A signature as document_minhash_bands.signature stores it: its 16-bit values one after

@@ -34,12 +34,16 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
          ORDER BY k)
 $$;
 
--- Store an item as a kept document with doc_id p_doc_id (clauses, MinHash and
--- SimHash bands included), its MinHash band keys given: dedup_ingest computes
--- them once, for its MinHash probe and for this. p_held: its clauses that
--- stored texts hold (they get rows, sampled or not: dedup_clause_rows).
-CREATE FUNCTION dedup_store_document_bands(p_item dedup_item, p_doc_id bigint, p_minhash_bands bigint[],
-                                           p_held bigint[] DEFAULT '{}')
+-- Store an item as a kept document with doc_id p_doc_id: its documents row,
+-- clause rows, MinHash row (the GIN index computes its band keys from the
+-- signature) and SimHash bands. p_held: its clauses that stored texts hold
+-- (dedup_ingest's probe found them; they get rows, sampled or not:
+-- dedup_clause_rows). Without it (the review verbs, the rebuild), the item's
+-- lead takes its place: a kept document turned back into an item
+-- (dedup_document_item) carries the rows it had beyond its sample as its
+-- lead, and gets them again; a candidate's item gets rows for its opening
+-- clauses (its lead, up to 10) beside the sample.
+CREATE FUNCTION dedup_store_document(p_item dedup_item, p_doc_id bigint, p_held bigint[] DEFAULT NULL)
 RETURNS void
 LANGUAGE sql AS $$
     INSERT INTO documents (doc_id, seen_at, external_id, title, body, url, source, published_at,
@@ -50,10 +54,11 @@ LANGUAGE sql AS $$
             p_item.simhash, p_item.length, cardinality(coalesce(p_item.clauses, '{}')), p_item.norm_version,
             p_item.facts, dedup_clause_array(p_item.clauses));
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
-    SELECT DISTINCT h, p_doc_id, p_item.seen_at FROM unnest(dedup_clause_rows(p_item.clauses, p_item.lead, p_held)) h;
-    -- a text with a signature has a row (its signature; band keys from 3 values)
-    INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys, signature)
-    SELECT p_doc_id, p_item.seen_at, coalesce(p_minhash_bands, '{}'), x.signature
+    SELECT DISTINCT h, p_doc_id, p_item.seen_at
+      FROM unnest(dedup_clause_rows(p_item.clauses, p_item.lead, coalesce(p_held, p_item.lead))) h;
+    -- a text with a signature has a row
+    INSERT INTO document_minhash_bands (doc_id, seen_at, signature)
+    SELECT p_doc_id, p_item.seen_at, x.signature
       FROM (SELECT coalesce(p_item.signature, dedup_minhash_bits(p_item.minhash)) AS signature) x
      WHERE x.signature IS NOT NULL;
     -- the four keys of dedup_simhash_band_keys(simhash) spelled out, as the
@@ -65,17 +70,6 @@ LANGUAGE sql AS $$
                         65536 | ((p_item.simhash >> 16) & 65535)::integer,
                         131072 | ((p_item.simhash >> 32) & 65535)::integer,
                         196608 | ((p_item.simhash >> 48) & 65535)::integer]) k;
-$$;
-
--- The same, the band keys computed here (the review verbs, the rebuild). A
--- kept document turned back into an item (dedup_document_item) carries the
--- rows it had beyond its sample as its lead, and gets them again; a
--- candidate's item gets rows for its opening clauses (its lead, up to 10)
--- beside the sample.
-CREATE FUNCTION dedup_store_document(p_item dedup_item, p_doc_id bigint)
-RETURNS void
-LANGUAGE sql AS $$
-    SELECT dedup_store_document_bands(p_item, p_doc_id, dedup_minhash_bands(p_item.minhash), p_item.lead);
 $$;
 
 -- Remove a stored document's rows from the per-document tables (not its
@@ -342,7 +336,6 @@ BEGIN
 
     FOREACH it IN ARRAY v_items
     LOOP
-        v_mh_bands := NULL;
         v_held := '{}';
         -- the first clauses of the text, in order (the lead rule, below)
         v_lead := coalesce(it.lead, '{}');
@@ -670,9 +663,9 @@ BEGIN
         -- on the whole signature (estimated Jaccard of character 5-grams).
         -- Catches what changes a word in most clauses: synonyms, reworded leads.
         IF verdict IS NULL AND m_doc_id IS NULL AND it.minhash IS NOT NULL AND v_mh_dup IS NOT NULL THEN
-            v_mh_bands := dedup_minhash_bands(it.minhash);  -- stored with the item below
-            -- the item's signature as the stored ones, in bits
+            -- the item's signature as the stored ones, in bits, and its bands
             v_signature := coalesce(it.signature, dedup_minhash_bits(it.minhash));
+            v_mh_bands := dedup_minhash_bands(v_signature);
             -- The stored texts sharing a band, ranked by similarity on their
             -- band rows (each holds its signature: revision 0041). The best
             -- one that is not whitelisted decides: documents rows are read from
@@ -685,7 +678,7 @@ BEGIN
             FOR v_cand IN
                 SELECT b.doc_id, b.seen_at, dedup_minhash_similarity(b.signature, v_signature) AS sim
                   FROM document_minhash_bands b
-                 WHERE b.band_keys && v_mh_bands AND b.seen_at BETWEEN v_lo AND v_hi
+                 WHERE dedup_minhash_bands(b.signature) && v_mh_bands AND b.seen_at BETWEEN v_lo AND v_hi
                  ORDER BY sim DESC, b.seen_at, b.doc_id
             LOOP
                 SELECT d.external_id, d.content_sha1 INTO v_row
@@ -782,13 +775,7 @@ BEGIN
             IF v_doc_id IS NULL THEN  -- whitelisted text: no digest claimed
                 v_doc_id := nextval('documents_doc_id_seq');
             END IF;
-            -- the band keys once: the MinHash probe computed them (unless a
-            -- layer before it decided)
-            PERFORM dedup_store_document_bands(
-                it, v_doc_id,
-                CASE WHEN v_mh_bands IS NULL AND it.minhash IS NOT NULL
-                     THEN dedup_minhash_bands(it.minhash) ELSE v_mh_bands END,
-                v_held);
+            PERFORM dedup_store_document(it, v_doc_id, coalesce(v_held, '{}'));
             doc_id := v_doc_id;
             IF verdict = 'review' THEN
                 candidate_id := dedup_record_candidate(

@@ -98,13 +98,13 @@ BEGIN
      WHERE c.seen_at BETWEEN v_lo AND v_hi AND c.doc_id = r.doc_id AND c.seen_at = r.seen_at;
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
     SELECT h, r.doc_id, r.seen_at FROM dedup_refp r, unnest(dedup_clause_rows(r.clauses, r.lead)) h;
-    -- the MinHash row (bands and signature) follows the signature (as
-    -- dedup_store_document writes it)
+    -- the MinHash row follows the signature (as dedup_store_document writes
+    -- it)
     DELETE FROM document_minhash_bands b USING dedup_refp r
      WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = r.doc_id AND b.seen_at = r.seen_at
        AND r.signature IS DISTINCT FROM r.old_minhash;
-    INSERT INTO document_minhash_bands (doc_id, seen_at, band_keys, signature)
-    SELECT r.doc_id, r.seen_at, dedup_minhash_bands(r.minhash), r.signature
+    INSERT INTO document_minhash_bands (doc_id, seen_at, signature)
+    SELECT r.doc_id, r.seen_at, r.signature
       FROM dedup_refp r
      WHERE r.signature IS DISTINCT FROM r.old_minhash AND r.signature IS NOT NULL;
     -- and the SimHash bands the simhash
@@ -299,9 +299,9 @@ BEGIN
         -- texts sharing a MinHash band value: the MinHash layer's candidates
         -- (a pair that shares none is not compared, as in streaming)
         SELECT DISTINCT a.doc_id AS a_id, b.doc_id AS b_id
-          FROM (SELECT m.doc_id, m.seen_at, unnest(m.band_keys) AS band_key
+          FROM (SELECT m.doc_id, m.seen_at, unnest(dedup_minhash_bands(m.signature)) AS band_key
                   FROM document_minhash_bands m WHERE m.seen_at >= v_since) a
-          JOIN (SELECT m.doc_id, m.seen_at, unnest(m.band_keys) AS band_key
+          JOIN (SELECT m.doc_id, m.seen_at, unnest(dedup_minhash_bands(m.signature)) AS band_key
                   FROM document_minhash_bands m WHERE m.seen_at >= v_from) b
             ON b.band_key = a.band_key AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
          WHERE v_mh_dup IS NOT NULL
