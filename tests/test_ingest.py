@@ -654,3 +654,48 @@ def test_an_items_arrays_may_be_json_arrays_or_array_literals(dd, sina):
         ).fetchone()[0]
         == 0
     )
+
+
+def test_a_new_day_partition_is_read_by_key_before_its_first_analyze(dd, sina):
+    """A day partition autovacuum has not analyzed yet (a new day's first
+    minute, or longer) has no statistics; a check must still read the rows of
+    its candidates there by key. The containment candidates' rows, read as a
+    join, were planned as a scan of the whole partition (revision 0050)."""
+    day = T0.date()
+    dd.conn.execute("SELECT dedup_ensure_partitions(%s, %s)", [day, day])
+    part = f"documents_p{day:%Y%m%d}"
+    dd.conn.execute(f"ALTER TABLE {part} SET (autovacuum_enabled = false)")
+    originals = [_article(sina, 300 + k) for k in range(150)]
+    list(dd.ingest_many(originals))
+    # never analyzed: no statistics (what the planner then guesses is the point)
+    assert (
+        dd.conn.execute("SELECT reltuples FROM pg_class WHERE relname = %s", [part]).fetchone()[0]
+        < 0
+    )
+    # copies a check finds by containment: each original's sentences, one in
+    # five left out
+    copies = []
+    for a in originals:
+        sentences = [x + "。" for x in a["body"].split("。") if x.strip()]
+        if len(sentences) >= 8:
+            kept = [x for i, x in enumerate(sentences) if i % 5 != 2]
+            copies.append({**a, "id": "copy-" + a["id"], "body": "".join(kept)})
+    copies = copies[:20]
+    assert len(copies) == 20
+    plans = []
+    dd.conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+    dd.conn.execute("LOAD 'auto_explain'")
+    for setting in (
+        "auto_explain.log_min_duration = 0",
+        "auto_explain.log_nested_statements = on",
+        "auto_explain.log_level = notice",
+        "client_min_messages = notice",
+    ):
+        dd.conn.execute(f"SET {setting}")
+    verdicts = dd.check_many(copies)
+    dd.conn.execute("RESET client_min_messages")
+    assert sum(v.layer == "containment" for v in verdicts) >= 10, verdicts
+    candidates_read = [p for p in plans if "v_cont_docs" in p]
+    assert candidates_read, "no plan of the containment candidates' read"
+    scans = [p for p in plans if f"Seq Scan on {part}" in p]
+    assert not scans, scans[0]
