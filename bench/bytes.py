@@ -15,6 +15,13 @@ the issue sets bars for, both counted that way:
   stored text's own bytes (``pg_column_size`` of title and body as stored:
   compressed where PostgreSQL compressed them; bar <= 2,500).
 
+Beside them, the texts of duplicates (``duplicate_candidates`` rows of texts not kept
+as documents: title and body as stored, which undoing a verdict needs): stored text
+too, but not a document's, so the bar's figure counts them as other bytes; a second
+line takes them out as well. A review's candidate row holds its text too, beside the
+document it is kept as: a second copy, counted among the other bytes (a line says how
+much).
+
 Run from the repository root:  python bench/bytes.py [--limit N] [--output FILE] [--set NAME=JSON]
 Writes bench/results/bytes.md (or FILE) and prints it.
 """
@@ -80,6 +87,13 @@ SELECT count(*), coalesce(sum(coalesce(pg_column_size(title), 0) + pg_column_siz
        coalesce(sum(coalesce(octet_length(title), 0) + octet_length(body)), 0)
   FROM documents
 """
+# the texts on candidate rows, as stored: of duplicates (not kept as documents), and
+# of texts kept as documents too (reviews: a second copy)
+CANDIDATE_TEXT_BYTES = """
+SELECT doc_id IS NULL, count(*),
+       coalesce(sum(coalesce(pg_column_size(title), 0) + coalesce(pg_column_size(body), 0)), 0)
+  FROM duplicate_candidates GROUP BY 1
+"""
 
 # the columns of documents (the schema's, in order), for column_bytes()
 COLUMNS = """
@@ -142,6 +156,11 @@ def main() -> None:
             tables = {r[0]: (int(r[1]), int(r[2])) for r in dd.conn.execute(TABLES)}
             indexes = [(r[0], r[1], int(r[2])) for r in dd.conn.execute(INDEXES)]
             kept, text_stored, text_raw = (int(x) for x in dd.conn.execute(TEXT_BYTES).fetchone())
+            on_candidates = {
+                r[0]: (int(r[1]), int(r[2])) for r in dd.conn.execute(CANDIDATE_TEXT_BYTES)
+            }
+            dup_rows, dup_text = on_candidates.get(True, (0, 0))
+            kept_rows, kept_text = on_candidates.get(False, (0, 0))
             revision = dd.conn.execute("SELECT version_num FROM alembic_version").fetchone()[0]
             columns = column_bytes(dd.conn)
     finally:
@@ -195,6 +214,21 @@ def main() -> None:
     out(
         f"| all minus the stored text | {other:,} | {other / kept:,.0f} | **{other / n:,.0f}** | "
         f"<= {OTHER_BAR:,} a document: {'PASS' if other / n <= OTHER_BAR else 'FAIL'} |"
+    )
+    out(
+        f"| texts of duplicates (title + body as stored on {dup_rows:,} candidate rows of texts "
+        f"not kept; NULL for byte-identical copies) | {dup_text:,} | {dup_text / kept:,.0f} | "
+        f"{dup_text / n:,.0f} | |"
+    )
+    rest = other - dup_text
+    out(
+        f"| all minus every stored text (documents' and duplicates') | {rest:,} | "
+        f"{rest / kept:,.0f} | {rest / n:,.0f} | |"
+    )
+    out(
+        f"| of which texts kept twice (title + body on {kept_rows:,} candidate rows of texts "
+        f"also kept as documents: reviews) | {kept_text:,} | {kept_text / kept:,.0f} | "
+        f"{kept_text / n:,.0f} | |"
     )
     out()
     out("Per table (partitions summed), per kept document:")
