@@ -738,8 +738,8 @@ def sizes(dd: Deduper) -> dict:
     out["narrow_row"] = 28 + float(
         conn.execute(
             "SELECT avg(pg_column_size(ROW(doc_id, seen_at, external_id, url, source, published_at,"
-            " content_sha1, title_sha1, simhash, simhash_band0, simhash_band1, simhash_band2,"
-            " simhash_band3, text_length, clause_count, norm_version, ingested_at)))"
+            " content_sha1, title_sha1, simhash, text_length, clause_count, norm_version,"
+            " ingested_at)))"
             " FROM documents TABLESAMPLE SYSTEM (1)"
         ).fetchone()[0]
         or 0

@@ -181,7 +181,7 @@ def test_document_fields_and_fingerprints_are_stored(dd, sina):
     v = dd.ingest(doc)
     row = dd.conn.execute(
         "SELECT external_id, title, body, url, source, published_at, length(content_sha1), length(title_sha1), "
-        "norm_version, clause_count > 0, simhash_band0 = (simhash & 65535) FROM documents WHERE doc_id = %s",
+        "norm_version, clause_count > 0, simhash <> 0 FROM documents WHERE doc_id = %s",
         [v.doc_id],
     ).fetchone()
     assert row == (

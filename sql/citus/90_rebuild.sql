@@ -9,7 +9,7 @@
 -- coordinator (as on a single node): on a cluster it runs on the coordinator,
 -- it does not scale out.
 
--- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 d5b67b0bf3a05ab4
+-- from sql/schema/90_rebuild.sql dedup_rebuild_pairs: sha256 86a78928dadc4fa8
 CREATE OR REPLACE FUNCTION dedup_rebuild_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
                verdict text, layer text, score double precision, distance integer, thresholds jsonb)
@@ -38,8 +38,9 @@ BEGIN
 
     DROP TABLE IF EXISTS dedup_rb_docs, dedup_rb_clauses, dedup_rb_pairs, dedup_rb_sig, dedup_rb_mh, dedup_rb_rows;
     CREATE TEMP TABLE dedup_rb_docs ON COMMIT DROP AS
-    SELECT d.doc_id, d.seen_at, d.content_sha1, d.simhash, d.simhash_band0 AS b0, d.simhash_band1 AS b1,
-           d.simhash_band2 AS b2, d.simhash_band3 AS b3, d.text_length, d.clause_count, d.clauses,
+    SELECT d.doc_id, d.seen_at, d.content_sha1, d.simhash, (d.simhash & 65535)::integer AS b0,
+           ((d.simhash >> 16) & 65535)::integer AS b1, ((d.simhash >> 32) & 65535)::integer AS b2,
+           ((d.simhash >> 48) & 65535)::integer AS b3, d.text_length, d.clause_count, d.clauses,
            x.duplicate_distance AS dup_dist, x.review_distance, 0 AS n_boiler, d.clauses AS useful
       FROM documents d, LATERAL dedup_simhash_distances(d.text_length, s) x
      WHERE d.seen_at >= v_from;

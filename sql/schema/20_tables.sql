@@ -20,13 +20,10 @@ CREATE TABLE documents (
     published_at    timestamptz,
     content_sha1    bytea NOT NULL,
     title_sha1      bytea,
+    -- its four 16-bit bands (band b: simhash >> 16b & 65535) are the keys of
+    -- document_simhash_bands, where ingest finds them (stored here as generated
+    -- columns until revision 0051)
     simhash         bigint NOT NULL,
-    -- the SimHash's four 16-bit bands, for analysts and the rebuild's band
-    -- self-joins; ingest probes document_simhash_bands instead
-    simhash_band0   integer GENERATED ALWAYS AS ((simhash & 65535)::integer) STORED,
-    simhash_band1   integer GENERATED ALWAYS AS (((simhash >> 16) & 65535)::integer) STORED,
-    simhash_band2   integer GENERATED ALWAYS AS (((simhash >> 32) & 65535)::integer) STORED,
-    simhash_band3   integer GENERATED ALWAYS AS (((simhash >> 48) & 65535)::integer) STORED,
     text_length     integer NOT NULL,
     clause_count    integer NOT NULL,
     norm_version    smallint NOT NULL,

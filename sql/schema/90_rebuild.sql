@@ -222,8 +222,9 @@ BEGIN
 
     DROP TABLE IF EXISTS dedup_rb_docs, dedup_rb_clauses, dedup_rb_pairs, dedup_rb_sig;
     CREATE TEMP TABLE dedup_rb_docs ON COMMIT DROP AS
-    SELECT d.doc_id, d.seen_at, d.content_sha1, d.simhash, d.simhash_band0 AS b0, d.simhash_band1 AS b1,
-           d.simhash_band2 AS b2, d.simhash_band3 AS b3, d.text_length, d.clause_count, d.clauses,
+    SELECT d.doc_id, d.seen_at, d.content_sha1, d.simhash, (d.simhash & 65535)::integer AS b0,
+           ((d.simhash >> 16) & 65535)::integer AS b1, ((d.simhash >> 32) & 65535)::integer AS b2,
+           ((d.simhash >> 48) & 65535)::integer AS b3, d.text_length, d.clause_count, d.clauses,
            x.duplicate_distance AS dup_dist, x.review_distance, 0 AS n_boiler, d.clauses AS useful
       FROM documents d, LATERAL dedup_simhash_distances(d.text_length, s) x
      WHERE d.seen_at >= v_from;
