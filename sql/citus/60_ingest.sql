@@ -130,7 +130,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 215ffe5853b7da89
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 089598f6401aa9e0
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -391,15 +391,18 @@ BEGIN
                   FROM unnest(v_clauses) h
                   LEFT JOIN fetched x USING (h)),
             found AS (
-                SELECT s.doc_id, s.seen_at, count(*)::integer AS n_rows FROM holders s
-                 WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL
-                 GROUP BY s.doc_id, s.seen_at)
-            SELECT (SELECT coalesce(array_agg(DISTINCT h), '{}') FROM holders WHERE n < v_boiler_docs),
-                   (SELECT coalesce(array_agg(DISTINCT h), '{}') FROM holders WHERE n >= 1),
-                   (SELECT count(DISTINCT h) FROM holders WHERE n >= v_boiler_docs),
-                   (SELECT array_agg(s.doc_id) FROM found s),
-                   (SELECT array_agg(s.seen_at) FROM found s),
-                   (SELECT array_agg(s.n_rows) FROM found s)
+                SELECT array_agg(f.doc_id) AS doc_ids, array_agg(f.seen_at) AS seen,
+                       array_agg(f.n_rows) AS n_rows
+                  FROM (SELECT s.doc_id, s.seen_at, count(*)::integer AS n_rows FROM holders s
+                         WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL
+                         GROUP BY s.doc_id, s.seen_at) f)
+            -- one row: the clauses' counts in one aggregate over holders and
+            -- the candidates' arrays (six subqueries until revision 0052)
+            SELECT a.useful, a.held, a.n_boiler, f.doc_ids, f.seen, f.n_rows
+              FROM (SELECT coalesce(array_agg(DISTINCT h) FILTER (WHERE n < v_boiler_docs), '{}') AS useful,
+                           coalesce(array_agg(DISTINCT h) FILTER (WHERE n >= 1), '{}') AS held,
+                           count(DISTINCT h) FILTER (WHERE n >= v_boiler_docs) AS n_boiler
+                      FROM holders) a, found f
               INTO v_useful, v_held, v_n_boiler, v_cont_docs, v_cont_seen, v_cont_rows;
             v_n_item := cardinality(v_clauses) - v_n_boiler;
         END IF;

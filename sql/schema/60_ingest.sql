@@ -477,15 +477,18 @@ BEGIN
                                       WHERE dc.clause_hash = h AND dc.seen_at BETWEEN v_lo AND v_hi
                                       LIMIT v_boiler_docs) x ON true),
             found AS (
-                SELECT s.doc_id, s.seen_at, count(*)::integer AS n_rows FROM holders s
-                 WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL
-                 GROUP BY s.doc_id, s.seen_at)
-            SELECT (SELECT coalesce(array_agg(DISTINCT h), '{}') FROM holders WHERE n < v_boiler_docs),
-                   (SELECT coalesce(array_agg(DISTINCT h), '{}') FROM holders WHERE n >= 1),
-                   (SELECT count(DISTINCT h) FROM holders WHERE n >= v_boiler_docs),
-                   (SELECT array_agg(s.doc_id) FROM found s),
-                   (SELECT array_agg(s.seen_at) FROM found s),
-                   (SELECT array_agg(s.n_rows) FROM found s)
+                SELECT array_agg(f.doc_id) AS doc_ids, array_agg(f.seen_at) AS seen,
+                       array_agg(f.n_rows) AS n_rows
+                  FROM (SELECT s.doc_id, s.seen_at, count(*)::integer AS n_rows FROM holders s
+                         WHERE s.n < v_boiler_docs AND s.doc_id IS NOT NULL
+                         GROUP BY s.doc_id, s.seen_at) f)
+            -- one row: the clauses' counts in one aggregate over holders and
+            -- the candidates' arrays (six subqueries until revision 0052)
+            SELECT a.useful, a.held, a.n_boiler, f.doc_ids, f.seen, f.n_rows
+              FROM (SELECT coalesce(array_agg(DISTINCT h) FILTER (WHERE n < v_boiler_docs), '{}') AS useful,
+                           coalesce(array_agg(DISTINCT h) FILTER (WHERE n >= 1), '{}') AS held,
+                           count(DISTINCT h) FILTER (WHERE n >= v_boiler_docs) AS n_boiler
+                      FROM holders) a, found f
               INTO v_useful, v_held, v_n_boiler, v_cont_docs, v_cont_seen, v_cont_rows;
             v_n_item := cardinality(v_clauses) - v_n_boiler;
         END IF;
