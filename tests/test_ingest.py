@@ -2,6 +2,7 @@
 
 import json
 import os
+import random
 import tempfile
 from collections import Counter
 from datetime import datetime, timedelta, timezone
@@ -199,9 +200,33 @@ def test_document_fields_and_fingerprints_are_stored(dd, sina):
     )
 
 
+def test_simhash_bands_are_the_band_keys_at_radius_0_and_inlined(dd):
+    """dedup_simhash_bands (the store's and the probe's keys) gives what
+    dedup_simhash_band_keys gives at radius 0, for SimHashes across the signed
+    64-bit range, and PostgreSQL inlines it: a plan shows its expression, not
+    a call."""
+    rng = random.Random(53)
+    values = [0, -1, 1, 2**63 - 1, -(2**63), 65535, -65536]
+    values += [rng.randrange(-(2**63), 2**63) for _ in range(500)]
+    unequal = dd.conn.execute(
+        "SELECT v FROM unnest(%s::bigint[]) v"
+        " WHERE dedup_simhash_bands(v) IS DISTINCT FROM dedup_simhash_band_keys(v, 0)",
+        [values],
+    ).fetchall()
+    assert unequal == []
+    plan = "\n".join(
+        r[0]
+        for r in dd.conn.execute(
+            "EXPLAIN VERBOSE SELECT dedup_simhash_bands(v) FROM unnest(%s::bigint[]) v",
+            [values[:3]],
+        )
+    )
+    assert "dedup_simhash_bands" not in plan and "65535" in plan, plan
+
+
 def test_lookup_rows_are_the_fingerprints_keys(dd, sina):
     """What ingest writes to the lookup tables is what the SQL key functions
-    make of the stored fingerprints (the store spells some of them out), and
+    make of the stored fingerprints, and
     the MinHash band keys are the signature's values, three a band, as
     dedup_pg.minhash.band_keys lays them out: the GIN index is over
     dedup_minhash_bands(signature), and a probe by those keys uses it."""

@@ -130,7 +130,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 089598f6401aa9e0
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 c8f3cc40b7fa3139
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -410,13 +410,9 @@ BEGIN
         -- SimHash layer: probe the bands (radius 1 when the review distance
         -- needs it), confirm by Hamming distance.
         IF verdict IS NULL THEN
-            -- band keys to probe, computed once (not per row); radius 0 (review
-            -- distance under 4, the default) spelled out: the function costs ~30 µs
-            v_sh_keys := CASE WHEN v_review_dist < 4
-                              THEN ARRAY[(it.simhash & 65535)::integer,
-                                         65536 | ((it.simhash >> 16) & 65535)::integer,
-                                         131072 | ((it.simhash >> 32) & 65535)::integer,
-                                         196608 | ((it.simhash >> 48) & 65535)::integer]
+            -- band keys to probe, computed once (not per row): at radius 0
+            -- (review distance under 4, the default) the four of the simhash
+            v_sh_keys := CASE WHEN v_review_dist < 4 THEN dedup_simhash_bands(it.simhash)
                               ELSE dedup_simhash_band_keys(it.simhash, v_review_dist / 4) END;
             -- the closest candidate decides this layer; the others within the
             -- semantic gate distance are what a gated semantic check compares with

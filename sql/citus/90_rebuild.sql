@@ -404,7 +404,7 @@ BEGIN
           s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
 END $$;
 
--- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 1a25ba38d5a890c5
+-- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 91625827efab6db3
 -- Citus: the single-node statements join the batch's temporary table with
 -- documents, document_clauses and the band and digest tables (INSERT ...
 -- JOIN documents, DELETE ... USING documents, UPDATE ... FROM, a correlated
@@ -497,7 +497,7 @@ BEGIN
      WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = ANY (v_ids);
     INSERT INTO document_simhash_bands (band_key, simhash, doc_id, seen_at)
     SELECT k, r.simhash, r.doc_id, r.seen_at
-      FROM dedup_refp r, unnest(dedup_simhash_band_keys(r.simhash)) k
+      FROM dedup_refp r, unnest(dedup_simhash_bands(r.simhash)) k
      WHERE r.simhash IS DISTINCT FROM r.old_simhash;
     FOR v_row IN SELECT * FROM dedup_refp LOOP
         UPDATE documents d

@@ -285,6 +285,20 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     ) s
 $$;
 
+-- The four band keys of a signed 64-bit SimHash: (band number << 16) | the
+-- band's 16 bits, band b = bits 16b .. 16b+15; the keys of its rows in
+-- document_simhash_bands and what the probe looks up at radius 0. One SELECT
+-- without FROM: PostgreSQL inlines it where it is called, at no cost
+-- (dedup_simhash_band_keys, which also takes a radius, costs ~30 us a call).
+CREATE FUNCTION dedup_simhash_bands(p_simhash bigint)
+RETURNS integer[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT ARRAY[(p_simhash & 65535)::integer,
+                 65536 | ((p_simhash >> 16) & 65535)::integer,
+                 131072 | ((p_simhash >> 32) & 65535)::integer,
+                 196608 | ((p_simhash >> 48) & 65535)::integer]
+$$;
+
 -- The band keys of a signed 64-bit SimHash, each band's value within p_radius
 -- bits included: (band number << 16) | value, band b = bits 16b .. 16b+15.
 CREATE FUNCTION dedup_simhash_band_keys(p_simhash bigint, p_radius integer DEFAULT 0)

@@ -61,15 +61,9 @@ LANGUAGE sql AS $$
     SELECT p_doc_id, p_item.seen_at, x.signature
       FROM (SELECT coalesce(p_item.signature, dedup_minhash_bits(p_item.minhash)) AS signature) x
      WHERE x.signature IS NOT NULL;
-    -- the four keys of dedup_simhash_band_keys(simhash) spelled out, as the
-    -- probe does (backend CPU on 5,000 sina2018 articles 0.852 -> 0.832 ms a
-    -- document, medians of 3 alternating runs)
     INSERT INTO document_simhash_bands (band_key, simhash, doc_id, seen_at)
     SELECT k, p_item.simhash, p_doc_id, p_item.seen_at
-      FROM unnest(ARRAY[(p_item.simhash & 65535)::integer,
-                        65536 | ((p_item.simhash >> 16) & 65535)::integer,
-                        131072 | ((p_item.simhash >> 32) & 65535)::integer,
-                        196608 | ((p_item.simhash >> 48) & 65535)::integer]) k;
+      FROM unnest(dedup_simhash_bands(p_item.simhash)) k;
 $$;
 
 -- Remove a stored document's rows from the per-document tables (not its
@@ -217,11 +211,12 @@ END $$;
 --
 -- Cost: a check's cost must not grow with the number of partitions its window
 -- covers. The SimHash probe reads document_simhash_bands (40_hash_layers.sql)
--- with the band keys at radius 0 spelled out (calling dedup_simhash_band_keys
--- cost ~30 us of plan-free SQL a check). A candidate's document row is read by
--- its key (doc_id, seen_at), which prunes to one partition, and only for
--- candidates that need it: a join with documents set up a scan of every day
--- partition in the window per statement (on 48k documents the same dry-run
+-- with the band keys at radius 0 from dedup_simhash_bands, which PostgreSQL
+-- inlines (dedup_simhash_band_keys, for other radii, costs ~30 us a call). A
+-- candidate's document row is read by its key (doc_id, seen_at), which prunes
+-- to one partition, and only for candidates that need it: a join with
+-- documents set up a scan of every day partition in the window per statement
+-- (on 48k documents the same dry-run
 -- check cost 0.42 ms over one day and 0.75 ms over eight). The clause index is
 -- probed once: the holders probe (LIMIT v_boiler_docs a clause) that tells
 -- boilerplate apart keeps the holders it reads, and the containment layer
@@ -496,13 +491,9 @@ BEGIN
         -- SimHash layer: probe the bands (radius 1 when the review distance
         -- needs it), confirm by Hamming distance.
         IF verdict IS NULL THEN
-            -- band keys to probe, computed once (not per row); radius 0 (review
-            -- distance under 4, the default) spelled out: the function costs ~30 µs
-            v_sh_keys := CASE WHEN v_review_dist < 4
-                              THEN ARRAY[(it.simhash & 65535)::integer,
-                                         65536 | ((it.simhash >> 16) & 65535)::integer,
-                                         131072 | ((it.simhash >> 32) & 65535)::integer,
-                                         196608 | ((it.simhash >> 48) & 65535)::integer]
+            -- band keys to probe, computed once (not per row): at radius 0
+            -- (review distance under 4, the default) the four of the simhash
+            v_sh_keys := CASE WHEN v_review_dist < 4 THEN dedup_simhash_bands(it.simhash)
                               ELSE dedup_simhash_band_keys(it.simhash, v_review_dist / 4) END;
             -- the closest candidate decides this layer; the others within the
             -- semantic gate distance are what a gated semantic check compares with

@@ -113,7 +113,7 @@ BEGIN
        AND r.simhash IS DISTINCT FROM r.old_simhash;
     INSERT INTO document_simhash_bands (band_key, simhash, doc_id, seen_at)
     SELECT k, r.simhash, r.doc_id, r.seen_at
-      FROM dedup_refp r, unnest(dedup_simhash_band_keys(r.simhash)) k
+      FROM dedup_refp r, unnest(dedup_simhash_bands(r.simhash)) k
      WHERE r.simhash IS DISTINCT FROM r.old_simhash;
     UPDATE documents d
        SET content_sha1 = r.sha1, title_sha1 = r.title_sha1, simhash = r.simhash,
