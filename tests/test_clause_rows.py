@@ -241,5 +241,8 @@ def test_a_document_stored_again_from_its_item_gets_the_same_rows(dd, sina):
     ).fetchone()[0]
     dd.conn.execute("SELECT dedup_remove_document(%s, %s)", (doc_id, seen_at))
     assert _rows_of(dd, doc_id) == []
-    dd.conn.execute("SELECT dedup_store_document(%s::dedup_item, %s)", (item, doc_id))
+    dd.conn.execute(
+        "SELECT dedup_store_document(i, %s, (i).lead) FROM (SELECT %s::dedup_item AS i) x",
+        (doc_id, item),
+    )
     assert _rows(dd, a["id"])[1] == before

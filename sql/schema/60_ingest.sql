@@ -36,14 +36,13 @@ $$;
 
 -- Store an item as a kept document with doc_id p_doc_id: its documents row,
 -- clause rows, MinHash row (the GIN index computes its band keys from the
--- signature) and SimHash bands. p_held: its clauses that stored texts hold
--- (dedup_ingest's probe found them; they get rows, sampled or not:
--- dedup_clause_rows). Without it (the review verbs, the rebuild), the item's
--- lead takes its place: a kept document turned back into an item
--- (dedup_document_item) carries the rows it had beyond its sample as its
--- lead, and gets them again; a candidate's item gets rows for its opening
--- clauses (its lead, up to 10) beside the sample.
-CREATE FUNCTION dedup_store_document(p_item dedup_item, p_doc_id bigint, p_held bigint[] DEFAULT NULL)
+-- signature) and SimHash bands. p_held: clauses that get rows beside the
+-- sample (dedup_clause_rows). dedup_ingest passes those its probe found held
+-- by stored texts; the review verbs and the rebuild pass the item's lead: a
+-- kept document turned back into an item (dedup_document_item) carries the
+-- rows it had beyond its sample as its lead, and gets them again; a
+-- candidate's item gets rows for its opening clauses (its lead, up to 10).
+CREATE FUNCTION dedup_store_document(p_item dedup_item, p_doc_id bigint, p_held bigint[])
 RETURNS void
 LANGUAGE sql AS $$
     INSERT INTO documents (doc_id, seen_at, external_id, title, body, url, source, published_at,
@@ -55,7 +54,7 @@ LANGUAGE sql AS $$
             p_item.facts, dedup_clause_array(p_item.clauses));
     INSERT INTO document_clauses (clause_hash, doc_id, seen_at)
     SELECT DISTINCT h, p_doc_id, p_item.seen_at
-      FROM unnest(dedup_clause_rows(p_item.clauses, p_item.lead, coalesce(p_held, p_item.lead))) h;
+      FROM unnest(dedup_clause_rows(p_item.clauses, p_item.lead, p_held)) h;
     -- a text with a signature has a row
     INSERT INTO document_minhash_bands (doc_id, seen_at, signature)
     SELECT p_doc_id, p_item.seen_at, x.signature

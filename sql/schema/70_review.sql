@@ -57,7 +57,7 @@ BEGIN
         PERFORM dedup_ensure_partitions((p_c.seen_at AT TIME ZONE 'UTC')::date,
                                         (p_c.seen_at AT TIME ZONE 'UTC')::date);
         v_doc_id := nextval('documents_doc_id_seq');
-        PERFORM dedup_store_document(v_item, v_doc_id);
+        PERFORM dedup_store_document(v_item, v_doc_id, v_item.lead);
         -- the text's digest, unless another document holds it (an exact duplicate's original)
         INSERT INTO document_digests (content_sha1, doc_id, seen_at)
         VALUES (p_c.content_sha1, v_doc_id, p_c.seen_at)
@@ -189,7 +189,7 @@ BEGIN
             PERFORM dedup_ensure_partitions((v_c.seen_at AT TIME ZONE 'UTC')::date,
                                             (v_c.seen_at AT TIME ZONE 'UTC')::date);
             v_doc_id := nextval('documents_doc_id_seq');
-            PERFORM dedup_store_document(v_item, v_doc_id);
+            PERFORM dedup_store_document(v_item, v_doc_id, v_item.lead);
             INSERT INTO document_digests (content_sha1, doc_id, seen_at)
             VALUES (v_c.content_sha1, v_doc_id, v_c.seen_at)
             ON CONFLICT (content_sha1) DO NOTHING;

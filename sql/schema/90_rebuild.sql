@@ -157,7 +157,7 @@ BEGIN
         v_doc_id := nextval('documents_doc_id_seq');
         pos := it.pos;
         doc_id := v_doc_id;
-        PERFORM dedup_store_document(it, v_doc_id);
+        PERFORM dedup_store_document(it, v_doc_id, it.lead);
         INSERT INTO document_digests AS g (content_sha1, doc_id, seen_at)
         VALUES (decode(it.sha1, 'hex'), v_doc_id, it.seen_at)
         ON CONFLICT (content_sha1) DO UPDATE
