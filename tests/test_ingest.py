@@ -56,6 +56,41 @@ def test_new_then_exact_duplicate_is_a_sighting_not_a_document(dd, sina):
     ]
 
 
+def test_a_batchs_sightings_keep_the_items_order(dd, sina):
+    """dedup_ingest inserts a batch's sightings in one statement after its
+    loop (revision 0055): their ids keep the items' order, so among texts seen
+    at one time the original's sighting comes before its copies', and each
+    sighting is its item's verdict (document, layer, score, candidate)."""
+    a, b, c = _article(sina, 3), _article(sina, 4), _article(sina, 5)
+    shortened = b["body"][: int(len(b["body"]) * 0.9)]
+    batch = [
+        a,
+        {**a, "id": "copy-a", "source": "other"},
+        b,
+        {**b, "id": "near-b", "body": shortened},
+        c,
+        {**a, "id": "copy-a2", "source": "third"},
+    ]
+    verdicts = list(dd.ingest_many(batch))
+    assert [v.verdict for v in verdicts] == [
+        "new",
+        "duplicate",
+        "new",
+        "duplicate",
+        "new",
+        "duplicate",
+    ]
+    rows = dd.conn.execute(
+        "SELECT external_id, verdict, layer, score, candidate_id, doc_id"
+        " FROM document_sightings ORDER BY sighting_id"
+    ).fetchall()
+    assert [r[0] for r in rows] == [item["id"] for item in batch]
+    assert rows == [
+        (v.id, v.verdict, v.layer, v.score, v.candidate_id, v.doc_id or v.matched_doc_id)
+        for v in verdicts
+    ]
+
+
 def test_normalization_only_copy_is_an_exact_duplicate(dd, sina):
     original = _article(sina, 1)
     dd.ingest(original)

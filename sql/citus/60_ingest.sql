@@ -98,7 +98,7 @@ BEGIN
              LIMIT 1);
 END $$;
 
--- from sql/schema/60_ingest.sql dedup_record_candidate: sha256 c3d6cb8bc23301a0
+-- from sql/schema/60_ingest.sql dedup_record_candidate: sha256 4bbcf4a12a1a45be
 CREATE OR REPLACE FUNCTION dedup_record_candidate(
     p_item dedup_item, p_status text, p_layer text, p_doc_id bigint,
     p_matched_doc_id bigint, p_matched_seen_at timestamptz, p_matched_body text,
@@ -106,20 +106,10 @@ CREATE OR REPLACE FUNCTION dedup_record_candidate(
 RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_id bigint;
+    v_id bigint := dedup_store_candidate(p_item, p_status, p_layer, p_doc_id, p_matched_doc_id,
+                                         p_matched_seen_at, p_matched_body, p_score, p_distance,
+                                         p_thresholds);
 BEGIN
-    INSERT INTO duplicate_candidates AS c (
-        seen_at, external_id, title, body, url, source, published_at, content_sha1, title_sha1,
-        simhash, text_length, clauses, norm_version, minhash, facts, lead, doc_id, matched_doc_id,
-        matched_seen_at, layer, score, distance, thresholds, status)
-    VALUES (p_item.seen_at, p_item.external_id, p_item.title,
-            CASE WHEN p_item.body IS NOT DISTINCT FROM p_matched_body THEN NULL ELSE p_item.body END,
-            p_item.url, p_item.source, p_item.published_at, decode(p_item.sha1, 'hex'),
-            decode(p_item.title_sha1, 'hex'), p_item.simhash, p_item.length,
-            coalesce(p_item.clauses, '{}'), p_item.norm_version, p_item.minhash, p_item.facts, p_item.lead,
-            p_doc_id, p_matched_doc_id, p_matched_seen_at, p_layer, p_score, p_distance,
-            p_thresholds, p_status)
-    RETURNING c.candidate_id INTO v_id;
     INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict, layer, score, candidate_id)
     VALUES (p_item.seen_at, coalesce(p_doc_id, p_matched_doc_id), p_item.external_id, p_item.url,
             p_item.source, CASE WHEN p_status = 'pending' THEN 'review' ELSE 'duplicate' END,
@@ -130,7 +120,7 @@ END $$;
 -- the searched CASE above says the same)
 COMMENT ON FUNCTION dedup_record_candidate(dedup_item, text, text, bigint, bigint, timestamptz, text, double precision, integer, jsonb) IS NULL;
 
--- from sql/schema/60_ingest.sql dedup_ingest: sha256 c8f3cc40b7fa3139
+-- from sql/schema/60_ingest.sql dedup_ingest: sha256 2fba7218b4166611
 CREATE OR REPLACE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -169,6 +159,7 @@ DECLARE
     v_to_review boolean;
     it dedup_item;
     v_items dedup_item[];
+    v_sightings document_sightings[] := '{}';  -- the batch's, inserted after the loop
     v_lo timestamptz;
     v_hi timestamptz;
     v_sha1 bytea;
@@ -352,9 +343,11 @@ BEGIN
                     END IF;
                 END IF;
                 IF NOT p_dry_run AND layer = 'exact' THEN
-                    candidate_id := dedup_record_candidate(
+                    candidate_id := dedup_store_candidate(
                         it, 'auto', 'exact', NULL, matched_doc_id, m_seen_at, v_matched_body,
                         1.0, 0, v_thresholds);
+                    v_sightings := v_sightings
+                        || dedup_sighting(it, matched_doc_id, 'duplicate', 'exact', 1.0, candidate_id);
                 END IF;
                 RETURN NEXT;
                 CONTINUE;
@@ -671,8 +664,10 @@ BEGIN
             IF NOT p_dry_run THEN
                 DELETE FROM document_digests g WHERE g.content_sha1 = v_sha1 AND g.doc_id = v_doc_id;
                 IF candidate_id IS NULL THEN
-                    candidate_id := dedup_record_candidate(
+                    candidate_id := dedup_store_candidate(
                         it, 'auto', m_layer, NULL, m_doc_id, m_seen_at, NULL, m_score, m_dist, v_thresholds);
+                    v_sightings := v_sightings
+                        || dedup_sighting(it, m_doc_id, 'duplicate', m_layer, m_score, candidate_id);
                 END IF;
             END IF;
             RETURN NEXT;
@@ -705,16 +700,27 @@ BEGIN
             PERFORM dedup_store_document(it, v_doc_id, coalesce(v_held, '{}'));
             doc_id := v_doc_id;
             IF verdict = 'review' THEN
-                candidate_id := dedup_record_candidate(
+                candidate_id := dedup_store_candidate(
                     it, 'pending', r_layer, v_doc_id, r_doc_id, r_seen_at, NULL, r_score, r_dist,
                     v_thresholds);
+                v_sightings := v_sightings
+                    || dedup_sighting(it, v_doc_id, 'review', r_layer, r_score, candidate_id);
             ELSE
-                INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict)
-                VALUES (it.seen_at, v_doc_id, it.external_id, it.url, it.source, 'new');
+                v_sightings := v_sightings || dedup_sighting(it, v_doc_id, 'new', NULL, NULL, NULL);
             END IF;
         END IF;
         RETURN NEXT;
     END LOOP;
+    IF NOT p_dry_run THEN
+        -- the batch's sightings in one statement, in the items' order (one
+        -- INSERT an item until revision 0055)
+        INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict, layer,
+                                        score, candidate_id)
+        SELECT s.seen_at, s.doc_id, s.external_id, s.url, s.source, s.verdict, s.layer, s.score,
+               s.candidate_id
+          FROM unnest(v_sightings) WITH ORDINALITY s
+         ORDER BY s.ordinality;
+    END IF;
     -- Citus: no dedup_summarize_lookups: the BRIN indexes that hold rows are
     -- the shards', on the workers (the coordinator's partitions are empty);
     -- their vacuums summarize them

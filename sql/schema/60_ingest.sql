@@ -106,20 +106,18 @@ LANGUAGE sql STABLE AS $$
      WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at
 $$;
 
--- Record a duplicate or review decision about an item: a candidate row with
--- everything needed to restore it, and its sighting. Returns the candidate_id.
--- p_doc_id: the item's own document when it was kept (review).
--- p_matched_body: the matched document's body; equal to the item's, the item's
--- is not stored twice.
-CREATE FUNCTION dedup_record_candidate(
+-- A duplicate or review decision about an item as a candidate row, with
+-- everything needed to restore it. Returns the candidate_id. p_doc_id: the
+-- item's own document when it was kept (review). p_matched_body: the matched
+-- document's body; equal to the item's, the item's is not stored twice.
+-- dedup_ingest records the item's sighting itself (with the batch's others);
+-- every other caller records both with dedup_record_candidate.
+CREATE FUNCTION dedup_store_candidate(
     p_item dedup_item, p_status text, p_layer text, p_doc_id bigint,
     p_matched_doc_id bigint, p_matched_seen_at timestamptz, p_matched_body text,
     p_score double precision, p_distance integer, p_thresholds jsonb)
 RETURNS bigint
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_id bigint;
-BEGIN
+LANGUAGE sql AS $$
     INSERT INTO duplicate_candidates AS c (
         seen_at, external_id, title, body, url, source, published_at, content_sha1, title_sha1,
         simhash, text_length, clauses, norm_version, minhash, facts, lead, doc_id, matched_doc_id,
@@ -131,7 +129,34 @@ BEGIN
             coalesce(p_item.clauses, '{}'), p_item.norm_version, p_item.minhash, p_item.facts, p_item.lead,
             p_doc_id, p_matched_doc_id, p_matched_seen_at, p_layer, p_score, p_distance,
             p_thresholds, p_status)
-    RETURNING c.candidate_id INTO v_id;
+    RETURNING c.candidate_id
+$$;
+
+-- An item's sighting (document_sightings' columns; sighting_id is given when
+-- it is inserted): dedup_ingest collects a batch's in the items' order and
+-- inserts them in one statement, so their ids keep that order.
+CREATE FUNCTION dedup_sighting(
+    p_item dedup_item, p_doc_id bigint, p_verdict text, p_layer text,
+    p_score double precision, p_candidate_id bigint)
+RETURNS document_sightings
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT ROW(NULL, p_item.seen_at, p_doc_id, p_item.external_id, p_item.url, p_item.source,
+               p_verdict, p_layer, p_score, p_candidate_id)::document_sightings
+$$;
+
+-- Record a duplicate or review decision about an item: its candidate row
+-- (dedup_store_candidate) and its sighting. Returns the candidate_id.
+CREATE FUNCTION dedup_record_candidate(
+    p_item dedup_item, p_status text, p_layer text, p_doc_id bigint,
+    p_matched_doc_id bigint, p_matched_seen_at timestamptz, p_matched_body text,
+    p_score double precision, p_distance integer, p_thresholds jsonb)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_id bigint := dedup_store_candidate(p_item, p_status, p_layer, p_doc_id, p_matched_doc_id,
+                                         p_matched_seen_at, p_matched_body, p_score, p_distance,
+                                         p_thresholds);
+BEGIN
     INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict, layer, score, candidate_id)
     VALUES (p_item.seen_at, coalesce(p_doc_id, p_matched_doc_id), p_item.external_id, p_item.url,
             p_item.source, CASE p_status WHEN 'pending' THEN 'review' ELSE 'duplicate' END,
@@ -259,6 +284,7 @@ DECLARE
     v_to_review boolean;
     it dedup_item;
     v_items dedup_item[];
+    v_sightings document_sightings[] := '{}';  -- the batch's, inserted after the loop
     v_lo timestamptz;
     v_hi timestamptz;
     v_sha1 bytea;
@@ -441,9 +467,11 @@ BEGIN
                     END IF;
                 END IF;
                 IF NOT p_dry_run AND layer = 'exact' THEN
-                    candidate_id := dedup_record_candidate(
+                    candidate_id := dedup_store_candidate(
                         it, 'auto', 'exact', NULL, matched_doc_id, m_seen_at, v_matched_body,
                         1.0, 0, v_thresholds);
+                    v_sightings := v_sightings
+                        || dedup_sighting(it, matched_doc_id, 'duplicate', 'exact', 1.0, candidate_id);
                 END IF;
                 RETURN NEXT;
                 CONTINUE;
@@ -746,8 +774,10 @@ BEGIN
             IF NOT p_dry_run THEN
                 DELETE FROM document_digests g WHERE g.content_sha1 = v_sha1 AND g.doc_id = v_doc_id;
                 IF candidate_id IS NULL THEN
-                    candidate_id := dedup_record_candidate(
+                    candidate_id := dedup_store_candidate(
                         it, 'auto', m_layer, NULL, m_doc_id, m_seen_at, NULL, m_score, m_dist, v_thresholds);
+                    v_sightings := v_sightings
+                        || dedup_sighting(it, m_doc_id, 'duplicate', m_layer, m_score, candidate_id);
                 END IF;
             END IF;
             RETURN NEXT;
@@ -780,18 +810,27 @@ BEGIN
             PERFORM dedup_store_document(it, v_doc_id, coalesce(v_held, '{}'));
             doc_id := v_doc_id;
             IF verdict = 'review' THEN
-                candidate_id := dedup_record_candidate(
+                candidate_id := dedup_store_candidate(
                     it, 'pending', r_layer, v_doc_id, r_doc_id, r_seen_at, NULL, r_score, r_dist,
                     v_thresholds);
+                v_sightings := v_sightings
+                    || dedup_sighting(it, v_doc_id, 'review', r_layer, r_score, candidate_id);
             ELSE
-                INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict)
-                VALUES (it.seen_at, v_doc_id, it.external_id, it.url, it.source, 'new');
+                v_sightings := v_sightings || dedup_sighting(it, v_doc_id, 'new', NULL, NULL, NULL);
             END IF;
         END IF;
         RETURN NEXT;
     END LOOP;
-    -- the stored rows' block ranges summarized, for the next lookups by doc_id
     IF NOT p_dry_run THEN
+        -- the batch's sightings in one statement, in the items' order (one
+        -- INSERT an item until revision 0055)
+        INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict, layer,
+                                        score, candidate_id)
+        SELECT s.seen_at, s.doc_id, s.external_id, s.url, s.source, s.verdict, s.layer, s.score,
+               s.candidate_id
+          FROM unnest(v_sightings) WITH ORDINALITY s
+         ORDER BY s.ordinality;
+        -- the stored rows' block ranges summarized, for the next lookups by doc_id
         PERFORM dedup_summarize_lookups(ARRAY(SELECT x.seen_at FROM unnest(v_items) x));
     END IF;
 END $$;
