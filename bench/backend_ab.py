@@ -10,7 +10,8 @@ fingerprinted once by this checkout) go to both through ``dedup_ingest``, which 
 first alternating from batch to batch, and each database's backend CPU is read
 around every call. Then one-text dry-run checks of other articles, the same
 way, in runs of 100. Both engines must take the same items (``dedup_ingest``'s JSON),
-so this compares changes to the SQL, not to fingerprinting.
+so this compares changes to the SQL, not to fingerprinting. The items go as
+``Deduper`` sends them (``_dump_items``: orjson's UTF-8 JSON).
 
 CPU is the scheduler's count of the time each backend ran (``/proc/PID/schedstat``, in
 ns). The machine's speed still moves within a run; run it several times and read the
@@ -41,7 +42,7 @@ from psycopg.types.json import Jsonb
 
 from dedup_pg import Deduper, database
 from dedup_pg.database import start_embedded, stop_embedded
-from dedup_pg.deduper import prepare_batch
+from dedup_pg.deduper import _dump_items, prepare_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA  # noqa: E402
@@ -100,7 +101,9 @@ def one_run(engine_a: Path, docs: int, checks: int) -> dict:
                 {"id": a["id"], "title": a["title"], "body": a["body"]}
                 for a in articles[start : min(start + 200, docs)]
             ]
-            items = Jsonb(prepare_batch(batch, **args).rows)
+            items = Jsonb(
+                prepare_batch(batch, **args).rows, dumps=_dump_items
+            )  # as Deduper sends it
             for k in "ab" if i % 2 == 0 else "ba":
                 before = backend_cpu(pids[k])
                 with conns[k].transaction():
@@ -110,7 +113,7 @@ def one_run(engine_a: Path, docs: int, checks: int) -> dict:
 
         other = articles[docs::7][: checks // 2] * 2  # each checked twice
         rows = prepare_batch([{"title": a["title"], "body": a["body"]} for a in other], **args).rows
-        one_texts = [Jsonb([{**r, "pos": 0}]) for r in rows]
+        one_texts = [Jsonb([{**r, "pos": 0}], dumps=_dump_items) for r in rows]
         check_cpu = {"a": 0.0, "b": 0.0}
         results: dict[str, list] = {"a": [], "b": []}
         for conn in conns.values():
