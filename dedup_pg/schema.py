@@ -402,16 +402,30 @@ def citus_objects() -> dict[str, Definition]:
     return replay(_file_statements(citus_files()))
 
 
+def citus_settings() -> list[Statement]:
+    """The ``ALTER FUNCTION`` statements of ``sql/citus/`` for functions it
+    does not redefine: settings a Citus coordinator gives the single-node
+    definitions (dedup_ingest's plan cache)."""
+    created = set(citus_objects())
+    return [
+        s
+        for _, s in _file_statements(citus_files())
+        if s.kind == "function" and s.action == "alter" and f"function:{s.names[0]}" not in created
+    ]
+
+
 def citus_forms_sql() -> str:
-    """Every function and view ``sql/citus/`` defines, as it defines it: what a
-    Citus coordinator applies again after revisions, which carry the
-    single-node definitions."""
+    """Every function and view ``sql/citus/`` defines, as it defines it, and
+    the settings it gives the others (``citus_settings``): what a Citus
+    coordinator applies again after revisions, which carry the single-node
+    definitions."""
     parts = []
     for d in citus_objects().values():
         if d.kind in ("function", "view"):
             # as the file says it (the schema's comment stays when it adds none)
             comment = [d.comment.text] if d.comment is not None else []
             parts.append("\n".join([d.create.text, *(a.text for a in d.alters), *comment]))
+    parts.extend(s.text for s in citus_settings())
     return "\n\n".join(parts)
 
 

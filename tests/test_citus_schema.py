@@ -43,3 +43,20 @@ def test_citus_forms_were_made_from_the_current_single_node_definitions():
             f"{name} changed in sql/schema/{source}: revisit its Citus form in sql/citus/ "
             f"and record sha256 {now}"
         )
+
+
+def test_every_citus_setting_alters_a_function_of_the_schema():
+    """An ``ALTER FUNCTION`` of sql/citus/ for a function it does not redefine
+    (dedup_ingest's plan cache) names one of sql/schema/, by its arguments,
+    and is applied again after revisions (``citus_forms_sql``)."""
+    objects = schema.schema_objects()
+    settings = schema.citus_settings()
+    assert settings, "sql/citus/ gives no function a setting"
+    forms = schema.citus_forms_sql()
+    for s in settings:
+        single = objects.get(f"function:{s.names[0]}")
+        assert single is not None, f"{s.names[0]}: not a function of sql/schema/"
+        assert f"{s.names[0]}{single.create.signature}".replace(" ", "") in s.text.replace(
+            " ", ""
+        ), s.text
+        assert s.text in forms

@@ -259,6 +259,39 @@ def test_simhash_bands_are_the_band_keys_at_radius_0_and_inlined(dd):
     assert "dedup_simhash_bands" not in plan and "65535" in plan, plan
 
 
+def test_the_clause_layers_reads_are_inlined_into_dedup_ingest(dd, sina):
+    """dedup_clause_holders and dedup_containment_candidates, the two reads
+    that have a Citus form of their own, are plain SQL on one node: PostgreSQL
+    inlines them into the statement that calls them (a plan scans the tables,
+    not the functions), and they give the holders and rows of stored texts."""
+    list(dd.ingest_many([{**_article(sina, 70 + k), "id": f"h{k}"} for k in range(3)]))
+    doc_id, seen_at, clauses, rows = dd.conn.execute(
+        "SELECT d.doc_id, d.seen_at, dedup_document_clauses(d.doc_id, d.seen_at, d.clauses),"
+        " ARRAY(SELECT c.clause_hash FROM document_clauses c WHERE c.doc_id = d.doc_id)"
+        " FROM documents d ORDER BY d.doc_id LIMIT 1"
+    ).fetchone()
+    window = ["-infinity", "infinity"]
+    holders = dd.conn.execute(
+        "SELECT x.clause_hash, x.doc_id FROM dedup_clause_holders(%s, %s, %s, 5) x",
+        [[*rows[:3], 42], *window],
+    ).fetchall()
+    assert sorted(holders, key=str) == sorted(
+        [(h, doc_id) for h in rows[:3]] + [(42, None)], key=str
+    )
+    rows = dd.conn.execute(
+        "SELECT k.doc_id, k.clause_count, k.shared"
+        " FROM dedup_containment_candidates(%s, %s, %s, %s, %s, %s) k",
+        [[doc_id], [seen_at], [3], clauses, *window],
+    ).fetchall()
+    assert rows == [(doc_id, len(clauses), 3 if len(clauses) < 16 else len(clauses))]
+    for call in (
+        "dedup_clause_holders('{1,2}', now() - interval '1 day', now(), 5)",
+        "dedup_containment_candidates('{1}', ARRAY[now()], '{1}', '{1}', now(), now())",
+    ):
+        plan = "\n".join(r[0] for r in dd.conn.execute(f"EXPLAIN SELECT * FROM {call}"))
+        assert "Function Scan on dedup_" not in plan and "Scan" in plan, plan
+
+
 def test_lookup_rows_are_the_fingerprints_keys(dd, sina):
     """What ingest writes to the lookup tables is what the SQL key functions
     make of the stored fingerprints, and

@@ -112,6 +112,50 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                 ELSE coalesce(p_found_rows[array_position(p_found_docs, p_doc_id)], 0) END
 $$;
 
+-- The stored texts holding each of an incoming text's clauses (p_clauses) in
+-- its window (p_lo .. p_hi): one probe of document_clauses_hash_idx a clause,
+-- at most p_limit holders a clause (dedup_ingest reads a clause held by that
+-- many as boilerplate), and a clause no stored text holds once, with NULLs.
+-- PostgreSQL inlines it into dedup_ingest's statement. (sql/citus/ has its
+-- Citus form.)
+CREATE FUNCTION dedup_clause_holders(p_clauses bigint[], p_lo timestamptz, p_hi timestamptz,
+                                     p_limit integer)
+RETURNS TABLE (clause_hash bigint, doc_id bigint, seen_at timestamptz)
+LANGUAGE sql STABLE AS $$
+    SELECT h, x.doc_id, x.seen_at
+      FROM unnest(p_clauses) h
+      LEFT JOIN LATERAL (SELECT dc.doc_id, dc.seen_at FROM document_clauses dc
+                          WHERE dc.clause_hash = h AND dc.seen_at BETWEEN p_lo AND p_hi
+                          LIMIT p_limit) x ON true
+$$;
+
+-- The containment layer's candidates (the stored texts p_docs / p_seen that
+-- its clause probe found, p_rows of their rows each) with what the layer's
+-- rules read of their documents rows: external id, digest, clause count, and
+-- the clauses each shares with the incoming text's p_useful (counted on a
+-- long text's array, else the rows the probe found of it). Each row is read
+-- by its key (a subquery a candidate, LIMIT 1: not flattened into a join): as
+-- a join, a day partition not yet analyzed (a new day's, before autovacuum's
+-- first ANALYZE) was planned as holding no rows, and every check read all of
+-- it (a seq scan of 3,917 rows: 1.5 ms against 0.07; revision 0050).
+-- PostgreSQL inlines it into dedup_ingest's statement. (sql/citus/ has its
+-- Citus form.)
+CREATE FUNCTION dedup_containment_candidates(p_docs bigint[], p_seen timestamptz[], p_rows integer[],
+                                             p_useful bigint[], p_lo timestamptz, p_hi timestamptz)
+RETURNS TABLE (doc_id bigint, seen_at timestamptz, external_id text, content_sha1 bytea,
+               clause_count integer, shared integer)
+LANGUAGE sql STABLE AS $$
+    SELECT c.doc_id, c.seen_at, d.external_id, d.content_sha1, d.clause_count,
+           CASE WHEN d.clauses IS NULL THEN c.n_rows ELSE dedup_shared_clauses(p_useful, d.clauses) END
+      FROM unnest(p_docs, p_seen, p_rows) c(doc_id, seen_at, n_rows)
+     CROSS JOIN LATERAL (
+           SELECT d.external_id, d.content_sha1, d.clause_count, d.clauses
+             FROM documents d
+            WHERE d.doc_id = c.doc_id AND d.seen_at = c.seen_at
+              AND d.seen_at BETWEEN p_lo AND p_hi  -- only the window's partitions
+            LIMIT 1) d
+$$;
+
 -- SimHash: one row per band of every stored document (band_key = band number
 -- << 16 | the band's 16 bits). The index carries the whole simhash, so a probe
 -- computes distances from the index alone: one index scan of one or two week

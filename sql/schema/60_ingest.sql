@@ -144,6 +144,23 @@ LANGUAGE sql IMMUTABLE AS $$
                p_verdict, p_layer, p_score, p_candidate_id)::document_sightings
 $$;
 
+-- Insert sightings (dedup_sighting) in their array's order, so that their ids
+-- keep it: a batch's, after dedup_ingest's loop (one INSERT an item until
+-- revision 0055), or one (dedup_record_candidate). PL/pgSQL: a Citus
+-- coordinator plans no distributed statement inside a SQL function that has
+-- parameters.
+CREATE FUNCTION dedup_store_sightings(p_sightings document_sightings[])
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict, layer,
+                                    score, candidate_id)
+    SELECT s.seen_at, s.doc_id, s.external_id, s.url, s.source, s.verdict, s.layer, s.score,
+           s.candidate_id
+      FROM unnest(p_sightings) WITH ORDINALITY s
+     ORDER BY s.ordinality;
+END $$;
+
 -- Record a duplicate or review decision about an item: its candidate row
 -- (dedup_store_candidate) and its sighting. Returns the candidate_id.
 CREATE FUNCTION dedup_record_candidate(
@@ -157,10 +174,9 @@ DECLARE
                                          p_matched_seen_at, p_matched_body, p_score, p_distance,
                                          p_thresholds);
 BEGIN
-    INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict, layer, score, candidate_id)
-    VALUES (p_item.seen_at, coalesce(p_doc_id, p_matched_doc_id), p_item.external_id, p_item.url,
-            p_item.source, CASE p_status WHEN 'pending' THEN 'review' ELSE 'duplicate' END,
-            p_layer, p_score, v_id);
+    PERFORM dedup_store_sightings(ARRAY[dedup_sighting(
+        p_item, coalesce(p_doc_id, p_matched_doc_id),
+        CASE WHEN p_status = 'pending' THEN 'review' ELSE 'duplicate' END, p_layer, p_score, v_id)]);
     RETURN v_id;
 END $$;
 
@@ -240,13 +256,13 @@ END $$;
 -- candidate's document row is read by its key (doc_id, seen_at), which prunes
 -- to one partition, and only for candidates that need it: a join with
 -- documents set up a scan of every day partition in the window per statement
--- (on 48k documents the same dry-run
--- check cost 0.42 ms over one day and 0.75 ms over eight). The clause index is
--- probed once: the holders probe (LIMIT v_boiler_docs a clause) that tells
--- boilerplate apart keeps the holders it reads, and the containment layer
--- groups them instead of scanning the index again (on 200k documents, two week
--- partitions: 193 + 88 buffers and 143 + 33 us a check -> 97 buffers and
--- 117 us, same verdicts on 1,800 checks; pg_stat_statements).
+-- (on 48k documents the same dry-run check cost 0.42 ms over one day and 0.75
+-- ms over eight). The clause index is probed once: the holders probe (LIMIT
+-- v_boiler_docs a clause) that tells boilerplate apart keeps the holders it
+-- reads, and the containment layer groups them instead of scanning the index
+-- again (on 200k documents, two week partitions: 193 + 88 buffers and 143 + 33
+-- us a check -> 97 buffers and 117 us, same verdicts on 1,800 checks;
+-- pg_stat_statements).
 CREATE FUNCTION dedup_ingest(p_items jsonb, p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
                matched_doc_id bigint, matched_external_id text,
@@ -260,6 +276,7 @@ LANGUAGE plpgsql
 -- then costs more than running the statement. Run-time pruning gives generic
 -- plans the same partitions. Measured on 7k documents over 7 days, ingest:
 -- 4.26 -> 3.25 ms a document (under auto_explain); 1 day: 2.48 -> 1.92.
+-- (A Citus coordinator sets it back to auto: sql/citus/60_ingest.sql.)
 SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
@@ -493,11 +510,9 @@ BEGIN
         -- sampled or not: so a template line keeps counting its holders.
         IF verdict IS NULL THEN
             WITH holders AS MATERIALIZED (
-                SELECT h, x.doc_id, x.seen_at, count(x.doc_id) OVER (PARTITION BY h) AS n
-                  FROM unnest(v_clauses) h
-                  LEFT JOIN LATERAL (SELECT dc.doc_id, dc.seen_at FROM document_clauses dc
-                                      WHERE dc.clause_hash = h AND dc.seen_at BETWEEN v_lo AND v_hi
-                                      LIMIT v_boiler_docs) x ON true),
+                SELECT x.clause_hash AS h, x.doc_id, x.seen_at,
+                       count(x.doc_id) OVER (PARTITION BY x.clause_hash) AS n
+                  FROM dedup_clause_holders(v_clauses, v_lo, v_hi, v_boiler_docs) x),
             found AS (
                 SELECT array_agg(f.doc_id) AS doc_ids, array_agg(f.seen_at) AS seen,
                        array_agg(f.n_rows) AS n_rows
@@ -577,31 +592,18 @@ BEGIN
         -- It is a duplicate only when the incoming text is mostly old news too
         -- (containment_incoming_share of its clauses are in the other text): a
         -- long text that merely quotes a short stored one is kept, for review.
-        -- The candidates' documents rows, read once for containment and
-        -- whole-text containment (below): each one's external id, digest,
-        -- clause count and shared clauses (counted on a long text's array,
-        -- else the rows the probe found of it). Until revision 0047 each rule
-        -- joined them to documents itself (BENCHMARKS.md). Each row is read by
-        -- its key (a subquery a candidate, LIMIT 1: not flattened into a
-        -- join): as a join, a day partition not yet analyzed (a new day's,
-        -- before autovacuum's first ANALYZE) was planned as holding no rows,
-        -- and every check read all of it (a seq scan of 3,917 rows: 1.5 ms
-        -- against 0.07; revision 0050).
+        -- The candidates' documents rows (dedup_containment_candidates), read
+        -- once for containment and whole-text containment (below). Until
+        -- revision 0047 each rule joined them to documents itself
+        -- (BENCHMARKS.md).
         v_k_docs := NULL;
         IF verdict IS NULL AND m_doc_id IS NULL AND v_cont_docs IS NOT NULL
            AND (v_n_item >= 2 OR v_whole_chars IS NOT NULL) THEN
-            SELECT array_agg(c.doc_id), array_agg(c.seen_at), array_agg(d.external_id),
-                   array_agg(d.content_sha1), array_agg(d.clause_count),
-                   array_agg(CASE WHEN d.clauses IS NULL THEN c.n_rows
-                                  ELSE dedup_shared_clauses(v_useful, d.clauses) END)
+            SELECT array_agg(k.doc_id), array_agg(k.seen_at), array_agg(k.external_id),
+                   array_agg(k.content_sha1), array_agg(k.clause_count), array_agg(k.shared)
               INTO v_k_docs, v_k_seen, v_k_ext, v_k_sha1, v_k_count, v_k_shared
-              FROM unnest(v_cont_docs, v_cont_seen, v_cont_rows) c(doc_id, seen_at, n_rows)
-             CROSS JOIN LATERAL (
-                   SELECT d.external_id, d.content_sha1, d.clause_count, d.clauses
-                     FROM documents d
-                    WHERE d.doc_id = c.doc_id AND d.seen_at = c.seen_at
-                      AND d.seen_at BETWEEN v_lo AND v_hi  -- only the window's partitions
-                    LIMIT 1) d;
+              FROM dedup_containment_candidates(v_cont_docs, v_cont_seen, v_cont_rows, v_useful,
+                                                v_lo, v_hi) k;
         END IF;
         IF verdict IS NULL AND m_doc_id IS NULL AND v_n_item >= 2 AND v_k_docs IS NOT NULL THEN
             SELECT c.doc_id, c.seen_at, c.external_id, c.shared, c.clause_count - v_n_boiler AS stored_n,
@@ -822,14 +824,8 @@ BEGIN
         RETURN NEXT;
     END LOOP;
     IF NOT p_dry_run THEN
-        -- the batch's sightings in one statement, in the items' order (one
-        -- INSERT an item until revision 0055)
-        INSERT INTO document_sightings (seen_at, doc_id, external_id, url, source, verdict, layer,
-                                        score, candidate_id)
-        SELECT s.seen_at, s.doc_id, s.external_id, s.url, s.source, s.verdict, s.layer, s.score,
-               s.candidate_id
-          FROM unnest(v_sightings) WITH ORDINALITY s
-         ORDER BY s.ordinality;
+        -- the batch's sightings in one statement, in the items' order
+        PERFORM dedup_store_sightings(v_sightings);
         -- the stored rows' block ranges summarized, for the next lookups by doc_id
         PERFORM dedup_summarize_lookups(ARRAY(SELECT x.seen_at FROM unnest(v_items) x));
     END IF;
