@@ -3,6 +3,7 @@ and a sentence-transformers model loaded from a local folder."""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from importlib.resources import files
@@ -221,6 +222,41 @@ def test_gated_mode_embeds_only_texts_with_a_hash_candidate(sdd, articles):
     assert (v.verdict, v.layer, v.matched_id) == ("duplicate", "semantic", articles[3]["id"])
     # the stored original got its vector on demand; the duplicate has none
     assert {r[0] for r in sdd.conn.execute(embedded)} == before | {articles[3]["id"]}
+
+
+def test_the_gated_checks_candidates(sdd, articles):
+    """dedup_gate_candidates (it has a Citus form of its own) gives each
+    candidate that has a vector its cosine, a dry run's vectors too, leaving
+    out one whose document is gone and one whose pair with the text is
+    whitelisted."""
+    sdd.set_setting("semantic_mode", "always")
+    list(sdd.ingest_many(articles[:3]))
+    model = semantic.active_model(sdd.conn)
+    (doc_id, seen_at, vec, sha1), (other, *_) = sdd.conn.execute(
+        "SELECT e.doc_id, e.seen_at, e.embedding::text, d.content_sha1"
+        " FROM document_embeddings e JOIN documents d USING (doc_id, seen_at)"
+        " ORDER BY e.doc_id LIMIT 2"
+    ).fetchall()
+    stored = [{"doc_id": other, "seen_at": str(seen_at), "embedding": vec}]
+    stored.append({"doc_id": 10**9, "seen_at": str(seen_at), "embedding": vec})
+
+    def candidates(text_sha1: bytes) -> list[tuple]:
+        return sdd.conn.execute(
+            "SELECT c.doc_id, round(c.cos::numeric, 3)"
+            " FROM dedup_gate_candidates(%s::smallint, %s::halfvec, %s, %s::jsonb, %s) c"
+            " ORDER BY 1, 2",
+            [model.model_id, vec, [doc_id, other, 10**9], json.dumps(stored), text_sha1],
+        ).fetchall()
+
+    # the stored vector is itself (cosine 1); the dry run's has no document
+    found = candidates(b"\x01")
+    assert [r for r in found if r[0] == doc_id] == [(doc_id, 1)] and (other, 1) in found, found
+    assert all(r[0] != 10**9 for r in found), found
+    sdd.conn.execute(
+        "INSERT INTO dedup_whitelist (kind, content_sha1, other_sha1) VALUES ('pair', %s, %s)",
+        [min(sha1, b"\x01"), max(sha1, b"\x01")],
+    )
+    assert all(r[0] != doc_id for r in candidates(b"\x01"))
 
 
 def test_per_source_content_type_picks_the_thresholds(sdd, articles):

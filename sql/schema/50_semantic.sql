@@ -147,6 +147,77 @@ LANGUAGE sql IMMUTABLE AS $$
     END
 $$;
 
+-- The HNSW index scans of this transaction: hnsw.ef_search (p_ef_search,
+-- dedup_model_ef_search) and, with pgvector >= 0.8, iterative scans that keep
+-- scanning when the window's filter drops rows. (sql/citus/ has its Citus
+-- form: there the settings must reach the workers' scans.)
+CREATE FUNCTION dedup_hnsw_search_settings(p_ef_search text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('hnsw.ef_search', p_ef_search, true);
+    BEGIN  -- pgvector >= 0.8: keep scanning when the window filter drops rows
+        PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
+    EXCEPTION WHEN OTHERS THEN
+        NULL;
+    END;
+END $$;
+
+-- A gated semantic check's candidates: those of the stored documents p_ids
+-- (the hash layers' candidates) that have an embedding of p_model_id, or one
+-- in p_stored (a dry run's, not stored: doc_id, seen_at, embedding), each with
+-- its cosine similarity to p_vec; not one whose document is gone, nor one
+-- whose pair with the text of digest p_sha1 is whitelisted. Looked up by
+-- key: the embeddings by doc_id (= ANY of an array, the primary key of each
+-- partition) and each one's document row through a subquery. As joins, the
+-- planner read every stored vector and every document: 30-35 ms a call at
+-- 10k documents (auto_explain in bench/growth.py --semantic-mode gated).
+-- PL/pgSQL, not SQL that PostgreSQL would inline: dedup_ingest_semantic's
+-- statements get a custom plan at every call, and an inlined function's body
+-- is parsed again for each plan (the statement 0.49 ms against 0.33 written
+-- out, 600 calls on 1,464 stored vectors); here it keeps a plan of its own
+-- (0.28-0.31 ms against 0.29-0.30). (sql/citus/ has its Citus form.)
+CREATE FUNCTION dedup_gate_candidates(p_model_id smallint, p_vec halfvec, p_ids bigint[], p_stored jsonb,
+                                      p_sha1 bytea)
+RETURNS TABLE (doc_id bigint, seen_at timestamptz, cos double precision)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT n.doc_id, n.seen_at, 1 - (n.embedding <=> p_vec)
+      FROM (SELECT e.doc_id, e.seen_at, e.embedding
+              FROM document_embeddings e
+             WHERE e.model_id = p_model_id AND e.doc_id = ANY (p_ids)
+            UNION ALL
+            SELECT (s ->> 'doc_id')::bigint, (s ->> 'seen_at')::timestamptz, (s ->> 'embedding')::halfvec
+              FROM jsonb_array_elements(p_stored) s
+             WHERE p_stored IS NOT NULL AND (s ->> 'doc_id')::bigint = ANY (p_ids)) n
+     -- null (left out) when the document is gone
+     WHERE (SELECT NOT dedup_pair_whitelisted(p_sha1, d.content_sha1)
+              FROM documents d WHERE d.doc_id = n.doc_id AND d.seen_at = n.seen_at);
+END $$;
+
+-- An always-mode semantic check's candidates: the p_k stored embeddings of
+-- p_model_id nearest to p_vec, seen in p_lo .. p_hi, but p_exclude's (the
+-- model's index, dedup_model_knn_sql; p_rerank: a binary index's re-rank
+-- list), each with its cosine similarity; not one whose pair with the text of
+-- digest p_sha1 is whitelisted. (sql/citus/ has its Citus form.)
+CREATE FUNCTION dedup_nearest_candidates(p_model_id smallint, p_vec halfvec, p_lo timestamptz,
+                                         p_hi timestamptz, p_exclude bigint, p_k integer,
+                                         p_rerank integer, p_sha1 bytea)
+RETURNS TABLE (doc_id bigint, seen_at timestamptz, cos double precision)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'SELECT n.doc_id, n.seen_at, n.cos
+           FROM (%s) n
+           JOIN documents d ON d.doc_id = n.doc_id AND d.seen_at = n.seen_at
+          WHERE NOT dedup_pair_whitelisted($7, d.content_sha1)',
+        dedup_model_knn_sql(p_model_id, '$1', 'e.seen_at BETWEEN $2 AND $3 AND e.doc_id IS DISTINCT FROM $4',
+                            '$5', '$6'))
+      USING p_vec, p_lo, p_hi, p_exclude, p_k, p_rerank, p_sha1;
+END $$;
+
 -- The semantic layer, second statement of an ingest transaction: for the
 -- items dedup_ingest flagged with "embed", compare their embeddings (made by
 -- p_model_id, which must be the active model) with stored ones: the gate's
@@ -159,12 +230,10 @@ $$;
 -- neighbours that had none (doc_id, seen_at, embedding). Returns every item's
 -- final verdict.
 --
--- Candidates are looked up by key: the hash layers' candidates in
--- document_embeddings by doc_id (= ANY of an array, the primary key of each
--- partition) and their document rows one by one, instead of joins the planner
--- ran as scans of every stored vector and every document (with the whitelist
--- test on each row): 30-35 ms a gated item at 10k documents, growing with the
--- tables (auto_explain in bench/growth.py --semantic-mode gated).
+-- The candidates are read by dedup_gate_candidates (gated) and
+-- dedup_nearest_candidates (always), each with a Citus form in sql/citus/;
+-- this function is one definition for one node and Citus (since revision
+-- 0057).
 CREATE FUNCTION dedup_ingest_semantic(p_items jsonb, p_stored jsonb, p_model_id smallint,
                                       p_dry_run boolean DEFAULT false, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (pos integer, verdict text, layer text, doc_id bigint,
@@ -192,6 +261,7 @@ DECLARE
     v_best record;
     v_thresholds jsonb;
     v_agrees boolean;
+    v_ids bigint[];
 BEGIN
     SELECT * INTO v_model FROM embedding_models m WHERE m.status = 'active';
     IF NOT FOUND THEN
@@ -215,12 +285,7 @@ BEGIN
     END IF;
     -- settings per source, resolved once each ('' = no source)
     v_by_source := jsonb_build_object('', dedup_effective_settings(NULL, p_overrides));
-    PERFORM set_config('hnsw.ef_search', dedup_model_ef_search(v_model, v_by_source -> ''), true);
-    BEGIN  -- pgvector >= 0.8: keep scanning when the window filter drops rows
-        PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
-    EXCEPTION WHEN OTHERS THEN
-        NULL;
-    END;
+    PERFORM dedup_hnsw_search_settings(dedup_model_ef_search(v_model, v_by_source -> ''));
 
     FOR v_json IN SELECT e FROM jsonb_array_elements(p_items) e ORDER BY (e ->> 'pos')::integer
     LOOP
@@ -262,41 +327,24 @@ BEGIN
                                            'window_days', v_settings -> 'window_days');
 
         IF jsonb_typeof(v_json -> 'neighbours') = 'array' THEN
-            -- gated: the hash layers' candidates, looked up by key: their ids as
-            -- an array for each partition's primary key (doc_id, ...), and each
-            -- one's document row through a subquery per candidate. As joins, the
-            -- planner read every stored vector and every document (and ran the
-            -- whitelist test on each document row): 30-35 ms a call at 10k.
-            SELECT n.doc_id, n.seen_at, 1 - (n.embedding <=> v_vec) AS cos INTO v_best
-              FROM (SELECT e.doc_id, e.seen_at, e.embedding
-                      FROM document_embeddings e
-                     WHERE e.model_id = p_model_id
-                       AND e.doc_id = ANY (ARRAY(SELECT x::bigint
-                                                   FROM jsonb_array_elements_text(v_json -> 'neighbours') x))
-                    UNION ALL
-                    SELECT (s ->> 'doc_id')::bigint, (s ->> 'seen_at')::timestamptz, (s ->> 'embedding')::halfvec
-                      FROM jsonb_array_elements(coalesce(p_stored, '[]')) s
-                     WHERE p_dry_run AND s -> 'doc_id' IN (SELECT jsonb_array_elements(v_json -> 'neighbours'))) n
-             WHERE n.doc_id IS DISTINCT FROM v_doc_id
-               -- null (left out) when the document is gone, as the join was
-               AND (SELECT NOT dedup_pair_whitelisted(v_sha1, d.content_sha1)
-                      FROM documents d WHERE d.doc_id = n.doc_id AND d.seen_at = n.seen_at)
-             ORDER BY cos DESC, n.seen_at, n.doc_id
+            -- gated: the hash layers' candidates (dedup_gate_candidates; a dry
+            -- run's stored embeddings too)
+            v_ids := ARRAY(SELECT x::bigint FROM jsonb_array_elements_text(v_json -> 'neighbours') x);
+            SELECT c.doc_id, c.seen_at, c.cos INTO v_best
+              FROM dedup_gate_candidates(p_model_id, v_vec, v_ids, CASE WHEN p_dry_run THEN p_stored END,
+                                         v_sha1) c
+             WHERE c.doc_id IS DISTINCT FROM v_doc_id
+             ORDER BY c.cos DESC, c.seen_at, c.doc_id
              LIMIT 1;
         ELSE
-            -- always: the nearest stored embeddings in the window (HNSW)
-            EXECUTE format(
-                'SELECT n.doc_id, n.seen_at, n.cos
-                   FROM (%s) n
-                   JOIN documents d ON d.doc_id = n.doc_id AND d.seen_at = n.seen_at
-                  WHERE NOT dedup_pair_whitelisted($6, d.content_sha1)
-                  ORDER BY n.cos DESC, n.seen_at, n.doc_id
-                  LIMIT 1',
-                dedup_model_knn_sql(p_model_id, '$1', 'e.seen_at BETWEEN $2 AND $3 AND e.doc_id IS DISTINCT FROM $4',
-                                    '$5', '$7'))
-               INTO v_best
-              USING v_vec, v_lo, v_hi, v_doc_id, (v_settings ->> 'semantic_neighbours')::integer, v_sha1,
-                    (v_settings ->> 'semantic_rerank')::integer;
+            -- always: the nearest stored embeddings in the window (HNSW;
+            -- dedup_nearest_candidates)
+            SELECT c.doc_id, c.seen_at, c.cos INTO v_best
+              FROM dedup_nearest_candidates(p_model_id, v_vec, v_lo, v_hi, v_doc_id,
+                                            (v_settings ->> 'semantic_neighbours')::integer,
+                                            (v_settings ->> 'semantic_rerank')::integer, v_sha1) c
+             ORDER BY c.cos DESC, c.seen_at, c.doc_id
+             LIMIT 1;
         END IF;
 
         v_agrees := false;
