@@ -76,13 +76,19 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 
 -- A stored text's clauses: its array (documents.clauses) when its rows are a
--- sample, else its rows, ascending.
+-- sample, else its rows, ascending. PL/pgSQL: a Citus coordinator plans no
+-- distributed query inside a SQL function that has parameters; sql/citus/
+-- had this form until revision 0058.
 CREATE FUNCTION dedup_document_clauses(p_doc_id bigint, p_seen_at timestamptz, p_clauses bigint[])
 RETURNS bigint[]
-LANGUAGE sql STABLE AS $$
-    SELECT coalesce(p_clauses, ARRAY(SELECT c.clause_hash FROM document_clauses c
-                                      WHERE c.doc_id = p_doc_id AND c.seen_at = p_seen_at ORDER BY 1))
-$$;
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF p_clauses IS NOT NULL THEN
+        RETURN p_clauses;
+    END IF;
+    RETURN ARRAY(SELECT c.clause_hash FROM document_clauses c
+                  WHERE c.doc_id = p_doc_id AND c.seen_at = p_seen_at ORDER BY 1);
+END $$;
 
 -- How many of the (distinct) clauses p_a are among p_b: the clauses two texts
 -- share, counted on their arrays. (A hashed INTERSECT: ~23 us for two

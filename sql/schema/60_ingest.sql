@@ -71,40 +71,63 @@ $$;
 -- body is NULL: the text is the matched document's); each gets the text first.
 -- Before revision 0038 confirm_candidate() and reopen_candidate(..., 'auto')
 -- removed a review's document and left its exact copies without a text.
+-- PL/pgSQL, reading the digest and the text first, so that it runs on Citus
+-- too (a SQL function with parameters is not planned there, and a DELETE ...
+-- USING documents joins two tables on a column neither is distributed by);
+-- sql/citus/ had this form until revision 0058.
 CREATE FUNCTION dedup_remove_document(p_doc_id bigint, p_seen_at timestamptz)
 RETURNS void
-LANGUAGE sql AS $$
-    UPDATE duplicate_candidates c
-       SET body = (SELECT d.body FROM documents d WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_sha1 bytea;
+    v_body text;
+BEGIN
+    SELECT d.content_sha1, d.body INTO v_sha1, v_body FROM documents d
+     WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at;
+    UPDATE duplicate_candidates c SET body = v_body
      WHERE c.matched_doc_id = p_doc_id AND c.matched_seen_at = p_seen_at AND c.body IS NULL;
     DELETE FROM document_clauses c WHERE c.doc_id = p_doc_id AND c.seen_at = p_seen_at;
     DELETE FROM document_minhash_bands b WHERE b.doc_id = p_doc_id AND b.seen_at = p_seen_at;
     DELETE FROM document_simhash_bands b WHERE b.doc_id = p_doc_id AND b.seen_at = p_seen_at;
     DELETE FROM document_embeddings e WHERE e.doc_id = p_doc_id AND e.seen_at = p_seen_at;
-    DELETE FROM document_digests g USING documents d
-     WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at
-       AND g.content_sha1 = d.content_sha1 AND g.doc_id = p_doc_id;
+    DELETE FROM document_digests g WHERE g.content_sha1 = v_sha1 AND g.doc_id = p_doc_id;
     DELETE FROM documents d WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at;
-$$;
+END $$;
 
 -- A kept document as an item, to record it as a candidate. Its lead is the
 -- clause rows it has beyond the sample (dedup_clause_rows): stored again, the
--- item gets the same rows.
+-- item gets the same rows. PL/pgSQL, the clause rows read before the document
+-- row and the item built from the row read, so that it runs on Citus too (a
+-- correlated subquery on a table distributed by another column is not
+-- planned there, and a ROW(...) sent to a worker with a NULL in it leaves a
+-- parameter of no type); sql/citus/ had this form until revision 0058.
 CREATE FUNCTION dedup_document_item(p_doc_id bigint, p_seen_at timestamptz)
 RETURNS dedup_item
-LANGUAGE sql STABLE AS $$
-    SELECT ROW(0, d.external_id, d.title, d.body, d.url, d.source, d.seen_at, d.published_at,
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_rows bigint[];
+    v_clauses bigint[];
+    d record;
+BEGIN
+    v_rows := ARRAY(SELECT c.clause_hash FROM document_clauses c
+                     WHERE c.doc_id = p_doc_id AND c.seen_at = p_seen_at);
+    SELECT x.external_id, x.title, x.body, x.url, x.source, x.seen_at, x.published_at, x.content_sha1,
+           x.title_sha1, x.simhash, x.text_length, x.clauses, x.norm_version, m.signature, x.facts
+      INTO d
+      FROM documents x
+      LEFT JOIN document_minhash_bands m ON m.doc_id = x.doc_id AND m.seen_at = x.seen_at
+     WHERE x.doc_id = p_doc_id AND x.seen_at = p_seen_at;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    v_clauses := coalesce(d.clauses, ARRAY(SELECT h FROM unnest(v_rows) h ORDER BY 1));
+    RETURN ROW(0, d.external_id, d.title, d.body, d.url, d.source, d.seen_at, d.published_at,
                encode(d.content_sha1, 'hex'), encode(d.title_sha1, 'hex'), d.simhash, d.text_length,
-               x.clauses, d.norm_version, dedup_minhash_values(m.signature), d.facts,
-               ARRAY(SELECT c.clause_hash FROM document_clauses c
-                      WHERE c.doc_id = d.doc_id AND c.seen_at = d.seen_at
-                        AND c.clause_hash <> ALL (dedup_clause_rows(x.clauses, '{}'))),
-               m.signature)::dedup_item
-      FROM documents d
-      CROSS JOIN LATERAL (SELECT dedup_document_clauses(d.doc_id, d.seen_at, d.clauses) AS clauses) x
-      LEFT JOIN document_minhash_bands m ON m.doc_id = d.doc_id AND m.seen_at = d.seen_at
-     WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at
-$$;
+               v_clauses, d.norm_version, dedup_minhash_values(d.signature), d.facts,
+               ARRAY(SELECT h FROM unnest(v_rows) h
+                      WHERE h <> ALL (dedup_clause_rows(v_clauses, '{}'))),
+               d.signature)::dedup_item;
+END $$;
 
 -- A duplicate or review decision about an item as a candidate row, with
 -- everything needed to restore it. Returns the candidate_id. p_doc_id: the
@@ -187,20 +210,25 @@ END $$;
 -- p_matched_doc_id, so it costs nothing for new texts; the candidates of one
 -- matched document are few (an index probe, pruned to the window's days).
 -- Items without an id are never re-deliveries: the same text again from the
--- same source is a repost, and counted.
+-- same source is a repost, and counted. PL/pgSQL: a Citus coordinator plans
+-- no distributed query inside a SQL function that has parameters ("could not
+-- create distributed plan"); sql/citus/ had this form until revision 0058.
 CREATE FUNCTION dedup_redelivered(
     p_external_id text, p_source text, p_sha1 bytea, p_matched_doc_id bigint,
     p_lo timestamptz, p_hi timestamptz)
 RETURNS bigint
-LANGUAGE sql STABLE AS $$
-    SELECT c.candidate_id FROM duplicate_candidates c
-     WHERE p_external_id IS NOT NULL
-       AND c.matched_doc_id = p_matched_doc_id AND c.seen_at BETWEEN p_lo AND p_hi
-       AND c.external_id = p_external_id AND c.source IS NOT DISTINCT FROM p_source
-       AND c.content_sha1 = p_sha1
-     ORDER BY c.candidate_id
-     LIMIT 1
-$$;
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF p_external_id IS NULL THEN
+        RETURN NULL;
+    END IF;
+    RETURN (SELECT c.candidate_id FROM duplicate_candidates c
+             WHERE c.matched_doc_id = p_matched_doc_id AND c.seen_at BETWEEN p_lo AND p_hi
+               AND c.external_id = p_external_id AND c.source IS NOT DISTINCT FROM p_source
+               AND c.content_sha1 = p_sha1
+             ORDER BY c.candidate_id
+             LIMIT 1);
+END $$;
 
 -- Turn a document stored earlier in this transaction back into a duplicate
 -- candidate of p_matched_doc_id: the semantic layer's verdict came after the
