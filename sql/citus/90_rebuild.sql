@@ -291,7 +291,7 @@ BEGIN
       FROM checked c;
 END $$;
 
--- from sql/schema/90_rebuild.sql dedup_rebuild_vector_pairs: sha256 0ffad820cfbd117e
+-- from sql/schema/90_rebuild.sql dedup_rebuild_vector_pairs: sha256 2d1ada91a721cb21
 CREATE OR REPLACE FUNCTION dedup_rebuild_vector_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
                verdict text, layer text, score double precision, distance integer, thresholds jsonb)
@@ -315,16 +315,9 @@ BEGIN
         v_window := interval '100000 days';
     END IF;
     v_from := CASE WHEN p_since IS NULL THEN '-infinity' ELSE p_since - v_window END;
-    -- Citus: SET LOCAL with citus.propagate_set_commands = 'local', so that
-    -- the workers' index scans use it too: set_config() is not propagated
-    -- (the shards' searches ran with pgvector's default ef_search, 40)
-    PERFORM set_config('citus.propagate_set_commands', 'local', true);
-    EXECUTE format('SET LOCAL hnsw.ef_search = %s', dedup_model_ef_search(v_model, s));
-    BEGIN
-        EXECUTE 'SET LOCAL hnsw.iterative_scan = relaxed_order';  -- Citus: SET LOCAL, propagated
-    EXCEPTION WHEN OTHERS THEN
-        NULL;
-    END;
+    -- (on Citus, dedup_hnsw_search_settings propagates the settings to the
+    -- workers' index scans: sql/citus/50_semantic.sql)
+    PERFORM dedup_hnsw_search_settings(dedup_model_ef_search(v_model, s));
     -- Citus: the single-node statement's CROSS JOIN LATERAL (the model's
     -- nearest-neighbour search for every stored vector) cannot be planned
     -- ("complex joins are only supported when all distributed tables are

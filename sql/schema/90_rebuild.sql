@@ -486,12 +486,7 @@ BEGIN
         v_window := interval '100000 days';
     END IF;
     v_from := CASE WHEN p_since IS NULL THEN '-infinity' ELSE p_since - v_window END;
-    PERFORM set_config('hnsw.ef_search', dedup_model_ef_search(v_model, s), true);
-    BEGIN
-        PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
-    EXCEPTION WHEN OTHERS THEN
-        NULL;
-    END;
+    PERFORM dedup_hnsw_search_settings(dedup_model_ef_search(v_model, s));
     RETURN QUERY EXECUTE format($q$
         WITH near AS (
             SELECT x.doc_id, x.seen_at, n.doc_id AS other_id, n.seen_at AS other_seen_at, n.cos
