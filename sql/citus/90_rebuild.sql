@@ -291,110 +291,39 @@ BEGIN
       FROM checked c;
 END $$;
 
--- from sql/schema/90_rebuild.sql dedup_rebuild_vector_pairs: sha256 2d1ada91a721cb21
-CREATE OR REPLACE FUNCTION dedup_rebuild_vector_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
-RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
-               verdict text, layer text, score double precision, distance integer, thresholds jsonb)
+-- from sql/schema/90_rebuild.sql dedup_rebuild_neighbours: sha256 cd8a8f6dc89db4fd
+-- Citus: the single-node statement's CROSS JOIN LATERAL (the model's
+-- nearest-neighbour search for every stored vector) cannot be planned
+-- ("complex joins are only supported when all distributed tables are
+-- co-located and joined on their distribution columns"): the vectors are read
+-- into a temporary table, and each one's search (the same statement,
+-- dedup_model_knn_sql, each shard's index, merged here) runs on its own.
+CREATE OR REPLACE FUNCTION dedup_rebuild_neighbours(p_model embedding_models, p_from timestamptz,
+                                                    p_window interval, p_k integer, p_rerank integer)
+RETURNS TABLE (doc_id bigint, seen_at timestamptz, other_id bigint, other_seen_at timestamptz,
+               cos double precision)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-    s jsonb := dedup_effective_settings(NULL, p_overrides);
-    v_model embedding_models;
-    v_window interval := make_interval(days => (s ->> 'window_days')::integer);
-    v_from timestamptz;
-    -- Citus: the nearest neighbours of one document at a time
     v_x record;
     v_knn text;
     v_docs bigint[]; v_seen timestamptz[]; v_cos double precision[];
 BEGIN
-    SELECT * INTO v_model FROM embedding_models m WHERE m.status = 'active';
-    IF NOT FOUND THEN
-        RETURN;
-    END IF;
-    IF v_window = interval '0' THEN
-        v_window := interval '100000 days';
-    END IF;
-    v_from := CASE WHEN p_since IS NULL THEN '-infinity' ELSE p_since - v_window END;
-    -- (on Citus, dedup_hnsw_search_settings propagates the settings to the
-    -- workers' index scans: sql/citus/50_semantic.sql)
-    PERFORM dedup_hnsw_search_settings(dedup_model_ef_search(v_model, s));
-    -- Citus: the single-node statement's CROSS JOIN LATERAL (the model's
-    -- nearest-neighbour search for every stored vector) cannot be planned
-    -- ("complex joins are only supported when all distributed tables are
-    -- co-located and joined on their distribution columns"): the vectors are
-    -- read into a temporary table, and each one's search (the same statement,
-    -- dedup_model_knn_sql, each shard's index, merged here) runs on its own.
-    -- The documents of the pairs are then read by doc_id, and the pairs judged
-    -- here as on one node.
-    DROP TABLE IF EXISTS dedup_rb_vx, dedup_rb_near, dedup_rb_vdocs;
+    DROP TABLE IF EXISTS dedup_rb_vx;
     CREATE TEMP TABLE dedup_rb_vx ON COMMIT DROP AS
     SELECT x.doc_id, x.seen_at, x.embedding FROM document_embeddings x
-     WHERE x.model_id = v_model.model_id AND x.seen_at >= v_from;
-    CREATE TEMP TABLE dedup_rb_near (doc_id bigint, seen_at timestamptz, other_id bigint,
-                                     other_seen_at timestamptz, cos double precision) ON COMMIT DROP;
+     WHERE x.model_id = p_model.model_id AND x.seen_at >= p_from;
     v_knn := format('SELECT array_agg(n.doc_id), array_agg(n.seen_at), array_agg(n.cos) FROM (%s) n',
-                    dedup_model_knn_sql(v_model.model_id, '$1',
+                    dedup_model_knn_sql(p_model.model_id, '$1',
                                         'e.seen_at BETWEEN $2 - $3 AND $2 + $3 AND e.doc_id <> $4',
                                         '$5', '$6'));
     FOR v_x IN SELECT * FROM dedup_rb_vx LOOP
         EXECUTE v_knn INTO v_docs, v_seen, v_cos
-          USING v_x.embedding, v_x.seen_at, v_window, v_x.doc_id,
-                (s ->> 'semantic_neighbours')::integer, (s ->> 'semantic_rerank')::integer;
-        INSERT INTO dedup_rb_near
-        SELECT v_x.doc_id, v_x.seen_at, n.doc_id, n.seen_at, n.cos FROM unnest(v_docs, v_seen, v_cos) n(doc_id, seen_at, cos);
+          USING v_x.embedding, v_x.seen_at, p_window, v_x.doc_id, p_k, p_rerank;
+        RETURN QUERY
+        SELECT v_x.doc_id, v_x.seen_at, n.doc_id, n.seen_at, n.cos
+          FROM unnest(v_docs, v_seen, v_cos) n(doc_id, seen_at, cos);
     END LOOP;
-    v_docs := ARRAY(SELECT n.doc_id FROM dedup_rb_near n UNION SELECT n.other_id FROM dedup_rb_near n);
-    CREATE TEMP TABLE dedup_rb_vdocs ON COMMIT DROP AS
-    SELECT d.doc_id, d.seen_at, d.content_sha1, d.title, d.body, d.source, d.facts FROM documents d
-     WHERE d.doc_id = ANY (v_docs) AND d.seen_at >= v_from;
-    RETURN QUERY EXECUTE format($q$
-        WITH near AS (
-            SELECT * FROM dedup_rb_near  -- Citus: searched above
-        ), pairs AS (
-            -- the later document of each pair is the one checked
-            SELECT DISTINCT ON (a_id, b_id) a_id, a_seen, b_id, b_seen, cos
-              FROM (SELECT CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.doc_id ELSE n.other_id END AS a_id,
-                           CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.seen_at ELSE n.other_seen_at END AS a_seen,
-                           CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.other_id ELSE n.doc_id END AS b_id,
-                           CASE WHEN (n.seen_at, n.doc_id) > (n.other_seen_at, n.other_id) THEN n.other_seen_at ELSE n.seen_at END AS b_seen,
-                           n.cos
-                      FROM near n) o
-             WHERE a_seen >= $4 AND b_seen >= $1
-        ), judged AS (
-            SELECT p.*, a.content_sha1 AS a_sha1, b.content_sha1 AS b_sha1,
-                   coalesce(src.content_type, $5 ->> 'content_type') AS ct,
-                   concat_ws(E'\n', a.title, a.body) AS a_text, concat_ws(E'\n', b.title, b.body) AS b_text,
-                   a.body AS a_body, b.body AS b_body, a.facts AS a_facts, b.facts AS b_facts
-              FROM pairs p
-              JOIN dedup_rb_vdocs a ON a.doc_id = p.a_id AND a.seen_at = p.a_seen  -- Citus: read above
-              JOIN dedup_rb_vdocs b ON b.doc_id = p.b_id AND b.seen_at = p.b_seen
-              LEFT JOIN dedup_sources src ON src.source = a.source
-        ), thr AS (
-            SELECT j.*,
-                   coalesce(($5 ->> 'semantic_duplicate')::double precision,
-                            ($6::jsonb -> j.ct ->> 'duplicate')::double precision) AS dup,
-                   coalesce(($5 ->> 'semantic_review')::double precision,
-                            ($6::jsonb -> j.ct ->> 'review')::double precision,
-                            ($6::jsonb -> j.ct ->> 'duplicate')::double precision) AS review
-              FROM judged j
-             WHERE NOT dedup_pair_whitelisted(j.a_sha1, j.b_sha1)
-               AND NOT EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = j.a_sha1)
-        )
-        SELECT t.a_id, t.a_seen, t.b_id, t.b_seen,
-               CASE WHEN t.cos >= t.dup
-                     AND dedup_semantic_agrees(t.a_text, t.b_text, t.a_body, t.b_body, t.a_facts, t.b_facts, $5)
-                    THEN 'duplicate' ELSE 'review' END,
-               'semantic', t.cos::double precision, NULL::integer,
-               jsonb_build_object('model', $7::text, 'content_type', t.ct, 'semantic_duplicate', t.dup,
-                                  'semantic_review', t.review,
-                                  'semantic_min_number_overlap', $5 -> 'semantic_min_number_overlap',
-                                  'facts_disagreement_share', $5 -> 'facts_disagreement_share',
-                                  'window_days', $5 -> 'window_days')
-          FROM thr t
-         WHERE t.cos >= t.review
-        $q$)
-    USING v_from, v_window, (s ->> 'semantic_neighbours')::integer, coalesce(p_since, '-infinity'),
-          s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
 END $$;
 
 -- from sql/schema/90_rebuild.sql dedup_refingerprint: sha256 91625827efab6db3

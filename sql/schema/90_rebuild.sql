@@ -463,8 +463,42 @@ END $$;
 COMMENT ON FUNCTION dedup_rebuild_pairs(timestamptz, jsonb) IS
     'Candidate pairs of a rebuild (exact, SimHash band self-joins, shared clauses, shared MinHash bands) with each layer''s verdict under dedup_ingest''s rules, fact check included. Called by dedup-pg rebuild.';
 
+-- The semantic rebuild's neighbours: for each stored vector of p_model from
+-- p_from on, its p_k nearest stored vectors within p_window of it
+-- (dedup_model_knn_sql: the model's HNSW index), one row a pair, the cosine
+-- in cos. One statement here; sql/citus/ has the Citus form, which searches
+-- one vector at a time.
+CREATE FUNCTION dedup_rebuild_neighbours(p_model embedding_models, p_from timestamptz,
+                                         p_window interval, p_k integer, p_rerank integer)
+RETURNS TABLE (doc_id bigint, seen_at timestamptz, other_id bigint, other_seen_at timestamptz,
+               cos double precision)
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN QUERY EXECUTE format($q$
+        SELECT x.doc_id, x.seen_at, n.doc_id, n.seen_at, n.cos::double precision
+          FROM document_embeddings x
+          CROSS JOIN LATERAL (%s) n
+         WHERE x.model_id = %s AND x.seen_at >= $1
+        $q$,
+        dedup_model_knn_sql(p_model.model_id, 'x.embedding',
+                            'e.seen_at BETWEEN x.seen_at - $2 AND x.seen_at + $2 AND e.doc_id <> x.doc_id',
+                            '$3', '$4'),
+        p_model.model_id)
+    USING p_from, p_window, p_k, p_rerank;
+END $$;
+
+-- The rows of documents p_ids from p_from on: what a rebuild judges pairs by.
+-- PL/pgSQL on purpose: a caller's query then holds no distributed table on
+-- Citus, where a document is read by doc_id on its shard.
+CREATE FUNCTION dedup_documents_by_id(p_ids bigint[], p_from timestamptz)
+RETURNS SETOF documents
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN QUERY SELECT d.* FROM documents d WHERE d.doc_id = ANY (p_ids) AND d.seen_at >= p_from;
+END $$;
+
 -- Semantic pairs: each document's p_k nearest stored vectors of the active
--- model (its HNSW index, dedup_model_knn_sql) within the window, at or above the review cosine of
+-- model (dedup_rebuild_neighbours) within the window, at or above the review cosine of
 -- the later document's content type; duplicate when at or above the duplicate
 -- cosine and dedup_semantic_agrees (dedup_ingest_semantic's rules).
 CREATE FUNCTION dedup_rebuild_vector_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
@@ -487,12 +521,9 @@ BEGIN
     END IF;
     v_from := CASE WHEN p_since IS NULL THEN '-infinity' ELSE p_since - v_window END;
     PERFORM dedup_hnsw_search_settings(dedup_model_ef_search(v_model, s));
-    RETURN QUERY EXECUTE format($q$
-        WITH near AS (
-            SELECT x.doc_id, x.seen_at, n.doc_id AS other_id, n.seen_at AS other_seen_at, n.cos
-              FROM document_embeddings x
-              CROSS JOIN LATERAL (%3$s) n
-             WHERE x.model_id = %2$s AND x.seen_at >= $1
+    RETURN QUERY EXECUTE $q$
+        WITH near AS MATERIALIZED (
+            SELECT * FROM dedup_rebuild_neighbours($9, $1, $2, $3, $8)
         ), pairs AS (
             -- the later document of each pair is the one checked
             SELECT DISTINCT ON (a_id, b_id) a_id, a_seen, b_id, b_seen, cos
@@ -503,14 +534,16 @@ BEGIN
                            n.cos
                       FROM near n) o
              WHERE a_seen >= $4 AND b_seen >= $1
+        ), docs AS MATERIALIZED (
+            SELECT * FROM dedup_documents_by_id(ARRAY(SELECT p.a_id FROM pairs p UNION SELECT p.b_id FROM pairs p), $1)
         ), judged AS (
             SELECT p.*, a.content_sha1 AS a_sha1, b.content_sha1 AS b_sha1,
                    coalesce(src.content_type, $5 ->> 'content_type') AS ct,
                    concat_ws(E'\n', a.title, a.body) AS a_text, concat_ws(E'\n', b.title, b.body) AS b_text,
                    a.body AS a_body, b.body AS b_body, a.facts AS a_facts, b.facts AS b_facts
               FROM pairs p
-              JOIN documents a ON a.doc_id = p.a_id AND a.seen_at = p.a_seen
-              JOIN documents b ON b.doc_id = p.b_id AND b.seen_at = p.b_seen
+              JOIN docs a ON a.doc_id = p.a_id AND a.seen_at = p.a_seen
+              JOIN docs b ON b.doc_id = p.b_id AND b.seen_at = p.b_seen
               LEFT JOIN dedup_sources src ON src.source = a.source
         ), thr AS (
             SELECT j.*,
@@ -535,12 +568,9 @@ BEGIN
                                   'window_days', $5 -> 'window_days')
           FROM thr t
          WHERE t.cos >= t.review
-        $q$, v_model.dimensions, v_model.model_id,
-        dedup_model_knn_sql(v_model.model_id, 'x.embedding',
-                            'e.seen_at BETWEEN x.seen_at - $2 AND x.seen_at + $2 AND e.doc_id <> x.doc_id',
-                            '$3', '$8'))
+        $q$
     USING v_from, v_window, (s ->> 'semantic_neighbours')::integer, coalesce(p_since, '-infinity'),
-          s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer;
+          s, v_model.thresholds, v_model.name, (s ->> 'semantic_rerank')::integer, v_model;
 END $$;
 
 COMMENT ON FUNCTION dedup_rebuild_vector_pairs(timestamptz, jsonb) IS
