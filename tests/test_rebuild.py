@@ -232,6 +232,18 @@ def test_refingerprint_is_resumable_and_turns_new_collisions_into_exact_duplicat
         " JOIN documents h ON h.doc_id = g.doc_id WHERE g.content_sha1 = d.content_sha1)"
     ).fetchone()[0]
     assert orphans == 0
+    # each original now shares its text with its marked copy: the digest goes to
+    # the later document, as ingest leaves it
+    holders = dict(
+        dd.conn.execute(
+            "SELECT d.external_id, h.external_id FROM documents d"
+            " JOIN document_digests g ON g.content_sha1 = d.content_sha1"
+            " JOIN documents h ON h.doc_id = g.doc_id AND h.seen_at = g.seen_at"
+            " WHERE d.external_id = ANY (%s)",
+            [[d["id"] for d in docs[:20]]],
+        ).fetchall()
+    )
+    assert holders == {d["id"]: m["id"] for d, m in zip(docs[:20], marked, strict=True)}
     # nothing to do now, until forced
     assert rb.refingerprint(dd.conn, options=dd.options).done == 0
 
