@@ -212,6 +212,42 @@ BEGIN
     END LOOP;
 END $$;
 
+-- A stored document's row by key (NULL when it is gone). PL/pgSQL: a
+-- statement that calls it reads documents through it, by key, and on Citus
+-- the read is a router statement of its own.
+CREATE FUNCTION dedup_document_row(p_doc_id bigint, p_seen_at timestamptz)
+RETURNS documents
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v documents;
+BEGIN
+    SELECT * INTO v FROM documents d WHERE d.doc_id = p_doc_id AND d.seen_at = p_seen_at;
+    RETURN v;
+END $$;
+
+-- The rebuild's lookup rows of the window from p_from on, under the names
+-- dedup_rebuild_pairs reads: dedup_rb_rows (document_clauses: clause_hash,
+-- doc_id, seen_at) and dedup_rb_mh (document_minhash_bands, a row a band
+-- value: doc_id, seen_at, band_key). On one node temporary views, which the
+-- planner reads as the tables themselves, through their indexes and
+-- partitions; sql/citus/ has the Citus form, which copies the rows into
+-- temporary tables on the coordinator (the statements that read them are
+-- joins a cluster cannot run on the distributed tables).
+CREATE FUNCTION dedup_rebuild_lookup_rows(p_from timestamptz)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format($v$
+        CREATE OR REPLACE TEMP VIEW dedup_rb_rows AS
+        SELECT c.clause_hash, c.doc_id, c.seen_at FROM document_clauses c WHERE c.seen_at >= %1$L
+        $v$, p_from);
+    EXECUTE format($v$
+        CREATE OR REPLACE TEMP VIEW dedup_rb_mh AS
+        SELECT m.doc_id, m.seen_at, unnest(dedup_minhash_bands(m.signature)) AS band_key
+          FROM document_minhash_bands m WHERE m.seen_at >= %1$L
+        $v$, p_from);
+END $$;
+
 -- Candidate pairs over the stored documents seen at or after p_since (and
 -- the look-back window before it, as earlier partners), with the hash
 -- layers' evidence. One row per pair and layer; doc_id is the later document
@@ -238,6 +274,13 @@ END $$;
 -- Differences from streaming: a clause is boilerplate when window_days
 -- either side of the document hold it in p_boiler_docs other documents,
 -- counted over everything stored, not only what was stored before it.
+--
+-- One definition for one node and Citus (since revision 0062). The window's
+-- lookup rows are read under the names dedup_rebuild_lookup_rows gives them
+-- (views on one node, copies on Citus), the MinHash pairs' signatures are
+-- read into dedup_rb_sig by doc_id, and the pairs' bodies and facts by key
+-- (dedup_document_row), so no statement joins a distributed table with a
+-- temporary one.
 CREATE FUNCTION dedup_rebuild_pairs(p_since timestamptz DEFAULT NULL, p_overrides jsonb DEFAULT '{}')
 RETURNS TABLE (doc_id bigint, seen_at timestamptz, matched_doc_id bigint, matched_seen_at timestamptz,
                verdict text, layer text, score double precision, distance integer, thresholds jsonb)
@@ -255,6 +298,7 @@ DECLARE
                                           (s ->> 'minhash_review_threshold')::double precision);
     v_facts_share double precision := (s ->> 'facts_disagreement_share')::double precision;
     v_facts_added double precision := (s ->> 'facts_added_share')::double precision;
+    v_ids bigint[];  -- the pairs' documents
 BEGIN
     IF v_window = interval '0' THEN
         v_window := interval '100000 days';  -- all history
@@ -264,6 +308,8 @@ BEGIN
                         LATERAL dedup_simhash_distances(k * 100, s) x);
 
     DROP TABLE IF EXISTS dedup_rb_docs, dedup_rb_clauses, dedup_rb_pairs, dedup_rb_sig;
+    -- the window's lookup rows: dedup_rb_rows (clauses), dedup_rb_mh (MinHash band values)
+    PERFORM dedup_rebuild_lookup_rows(v_from);
     CREATE TEMP TABLE dedup_rb_docs ON COMMIT DROP AS
     SELECT d.doc_id, d.seen_at, d.content_sha1, d.simhash, (d.simhash & 65535)::integer AS b0,
            ((d.simhash >> 16) & 65535)::integer AS b1, ((d.simhash >> 32) & 65535)::integer AS b2,
@@ -274,7 +320,7 @@ BEGIN
     -- a text with a row for each of its clauses (no array): its clauses are its rows
     UPDATE dedup_rb_docs d SET clauses = r.clauses, useful = r.clauses
       FROM (SELECT c.doc_id, c.seen_at, array_agg(c.clause_hash ORDER BY c.clause_hash) AS clauses
-              FROM document_clauses c WHERE c.seen_at >= v_from GROUP BY c.doc_id, c.seen_at) r
+              FROM dedup_rb_rows c WHERE c.seen_at >= v_from GROUP BY c.doc_id, c.seen_at) r
      WHERE d.clauses IS NULL AND r.doc_id = d.doc_id AND r.seen_at = d.seen_at;
     UPDATE dedup_rb_docs d SET clauses = '{}', useful = '{}' WHERE d.clauses IS NULL;
     CREATE INDEX ON dedup_rb_docs (doc_id);
@@ -286,7 +332,7 @@ BEGIN
     -- (as a streaming probe reads them)
     CREATE TEMP TABLE dedup_rb_clauses ON COMMIT DROP AS
     SELECT h AS clause_hash, d.doc_id, d.seen_at,
-           (SELECT count(*) FROM (SELECT 1 FROM document_clauses c
+           (SELECT count(*) FROM (SELECT 1 FROM dedup_rb_rows c
                                    WHERE c.clause_hash = h
                                      AND c.seen_at BETWEEN d.seen_at - v_window AND d.seen_at + v_window
                                      AND (c.doc_id, c.seen_at) <> (d.doc_id, d.seen_at)
@@ -302,6 +348,7 @@ BEGIN
      WHERE d.doc_id = b.doc_id;
     DELETE FROM dedup_rb_clauses c WHERE c.holders >= (s ->> 'containment_boilerplate_docs')::integer;
     ANALYZE dedup_rb_clauses;
+
 
     -- pairs (a later than b) from equal texts, SimHash bands (radius 1 when
     -- the review distance needs it: within 7 bits some band differs by at
@@ -327,7 +374,7 @@ BEGIN
     ), clause_pairs AS (
         SELECT DISTINCT a.doc_id AS a_id, b.doc_id AS b_id
           FROM dedup_rb_clauses a
-          JOIN document_clauses b ON b.clause_hash = a.clause_hash
+          JOIN dedup_rb_rows b ON b.clause_hash = a.clause_hash
                                  AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
                                  AND b.seen_at >= v_from
          WHERE (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
@@ -343,12 +390,11 @@ BEGIN
         -- texts sharing a MinHash band value: the MinHash layer's candidates
         -- (a pair that shares none is not compared, as in streaming)
         SELECT DISTINCT a.doc_id AS a_id, b.doc_id AS b_id
-          FROM (SELECT m.doc_id, m.seen_at, unnest(dedup_minhash_bands(m.signature)) AS band_key
-                  FROM document_minhash_bands m WHERE m.seen_at >= v_since) a
-          JOIN (SELECT m.doc_id, m.seen_at, unnest(dedup_minhash_bands(m.signature)) AS band_key
-                  FROM document_minhash_bands m WHERE m.seen_at >= v_from) b
-            ON b.band_key = a.band_key AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
-         WHERE v_mh_dup IS NOT NULL
+          FROM dedup_rb_mh a
+          JOIN dedup_rb_mh b ON b.band_key = a.band_key
+                            AND b.seen_at BETWEEN a.seen_at - v_window AND a.seen_at
+                            AND b.seen_at >= v_from
+         WHERE v_mh_dup IS NOT NULL AND a.seen_at >= v_since
            AND (b.seen_at, b.doc_id) < (a.seen_at, a.doc_id)
     )
     SELECT a.doc_id AS a_id, a.seen_at AS a_seen, b.doc_id AS b_id, b.seen_at AS b_seen,
@@ -373,28 +419,32 @@ BEGIN
     DELETE FROM dedup_rb_pairs p
      WHERE EXISTS (SELECT 1 FROM dedup_whitelist w WHERE w.kind = 'text' AND w.content_sha1 = p.a_sha1);
 
-    -- Signatures and facts are read for the rows that need them only
-    -- (dedup_rb_docs, which holds every document, stays small): the MinHash
-    -- pairs' signatures in one pass over the window's band rows (their doc_id
-    -- index is BRIN: a lookup a pair costs more as the store grows), facts by
-    -- key (documents).
+    -- The MinHash pairs' signatures, read for the rows that need them only
+    -- (dedup_rb_docs, which holds every document, stays small) in one pass
+    -- over the window's band rows (their doc_id index is BRIN: a lookup a
+    -- document costs more as the store grows; a doc_id = ANY filter with this
+    -- many ids is not hashed and took 5 s at 100k documents where the join
+    -- takes 0.25). The pairs' bodies and facts are read where a rule needs
+    -- them, by key (dedup_document_row: a statement of its own, so that no
+    -- statement here joins documents with a temporary table, which Citus
+    -- refuses).
+    v_ids := ARRAY(SELECT p.a_id FROM dedup_rb_pairs p WHERE p.mh_band AND NOT p.exact
+                   UNION SELECT p.b_id FROM dedup_rb_pairs p WHERE p.mh_band AND NOT p.exact);
     CREATE TEMP TABLE dedup_rb_sig ON COMMIT DROP AS
     SELECT m.doc_id, m.seen_at, m.signature
       FROM document_minhash_bands m
-     WHERE m.seen_at >= v_from
-       AND (m.doc_id, m.seen_at) IN (SELECT p.a_id, p.a_seen FROM dedup_rb_pairs p WHERE p.mh_band AND NOT p.exact
-                                     UNION
-                                     SELECT p.b_id, p.b_seen FROM dedup_rb_pairs p WHERE p.mh_band AND NOT p.exact);
+      JOIN unnest(v_ids) i(doc_id) ON i.doc_id = m.doc_id
+     WHERE m.seen_at >= v_from;
     CREATE INDEX ON dedup_rb_sig (doc_id);
     ANALYZE dedup_rb_sig;
     RETURN QUERY
     WITH ev AS (
         SELECT p.*,
                CASE WHEN p.mh_band AND NOT p.exact THEN
-                   (SELECT dedup_minhash_similarity(mb.signature, ma.signature)
-                      FROM dedup_rb_sig ma, dedup_rb_sig mb
-                     WHERE ma.doc_id = p.a_id AND ma.seen_at = p.a_seen
-                       AND mb.doc_id = p.b_id AND mb.seen_at = p.b_seen) END AS mh_sim,
+                   (SELECT dedup_minhash_similarity(db.signature, da.signature)
+                      FROM dedup_rb_sig da, dedup_rb_sig db
+                     WHERE da.doc_id = p.a_id AND da.seen_at = p.a_seen
+                       AND db.doc_id = p.b_id AND db.seen_at = p.b_seen) END AS mh_sim,
                p.shared::double precision / nullif(least(p.n_item, greatest(p.stored_n, p.shared)), 0) AS ratio,
                p.shared::double precision / nullif(p.n_item, 0) AS incoming_share,
                jsonb_build_object(
@@ -435,8 +485,8 @@ BEGIN
                     THEN 'lead'
                     -- the review band, but a copied body under a rewritten lead
                     WHEN dedup_copied_body(
-                             (SELECT d.body FROM documents d WHERE d.doc_id = e.a_id AND d.seen_at = e.a_seen),
-                             (SELECT d.body FROM documents d WHERE d.doc_id = e.b_id AND d.seen_at = e.b_seen),
+                             (dedup_document_row(e.a_id, e.a_seen)).body,
+                             (dedup_document_row(e.b_id, e.b_seen)).body,
                              e.shared, e.n_item, e.stored_n, s)
                     THEN 'duplicate'
                     ELSE 'review' END,
@@ -458,8 +508,8 @@ BEGIN
          WHERE NOT e.exact AND e.shared = 1 AND least(e.n_item, e.stored_n) <= 3
            AND (s ->> 'containment_whole_text_chars') IS NOT NULL
            AND dedup_body_within(
-                   (SELECT d.body FROM documents d WHERE d.doc_id = e.a_id AND d.seen_at = e.a_seen),
-                   (SELECT d.body FROM documents d WHERE d.doc_id = e.b_id AND d.seen_at = e.b_seen),
+                   (dedup_document_row(e.a_id, e.a_seen)).body,
+                   (dedup_document_row(e.b_id, e.b_seen)).body,
                    (s ->> 'containment_whole_text_chars')::integer)
         UNION ALL
         -- MinHash: estimated 5-gram Jaccard of texts sharing a band
@@ -474,10 +524,11 @@ BEGIN
         SELECT j.*, da.facts AS a_facts, db.facts AS b_facts, da.body AS a_body, db.body AS b_body,
                p.shared, p.n_item, p.stored_n
           FROM judged j
-          JOIN documents da ON da.doc_id = j.a_id AND da.seen_at = j.a_seen
-          JOIN documents db ON db.doc_id = j.b_id AND db.seen_at = j.b_seen
+          CROSS JOIN LATERAL dedup_document_row(j.a_id, j.a_seen) da
+          CROSS JOIN LATERAL dedup_document_row(j.b_id, j.b_seen) db
           JOIN dedup_rb_pairs p ON p.a_id = j.a_id AND p.b_id = j.b_id
          WHERE j.j_verdict IN ('duplicate', 'lead') AND j.j_layer <> 'exact' AND v_facts_share IS NOT NULL
+           AND da.doc_id IS NOT NULL AND db.doc_id IS NOT NULL  -- (a document gone meanwhile)
     ), checked AS (
         -- the fact check (the later text's facts first, as dedup_ingest passes
         -- the incoming text's): two stories, or else the later text adds many
