@@ -133,6 +133,12 @@ def test_rebuild_keeps_the_earliest_writes_restorable_candidates_and_is_idempote
     assert kept_ids(dd.conn) >= set(copies) | set(copies.values())  # a dry run writes nothing
     report = rb.rebuild(dd.conn, options=dd.options)
     assert sum(report.duplicates.values()) >= sum(dry.duplicates.values()) >= 85
+    # the lookup rows' temporary views are gone with the rebuild: left in the
+    # session, they would block a change to the tables they read
+    left = dd.conn.execute(
+        "SELECT to_regclass('pg_temp.dedup_rb_rows'), to_regclass('pg_temp.dedup_rb_mh')"
+    ).fetchone()
+    assert left == (None, None)
     kept, cands = kept_ids(dd.conn), candidates(dd.conn)
     # the copy came first: it is kept, and the original is its duplicate (two
     # short truncated copies share too little for any layer, as in streaming)

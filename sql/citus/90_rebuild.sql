@@ -10,7 +10,7 @@
 -- it does not scale out. The rebuild's functions are one definition each
 -- (revisions 0060-0062); what a cluster runs differently is here.
 
--- from sql/schema/90_rebuild.sql dedup_rebuild_lookup_rows: sha256 b0f4ad73e3620657
+-- from sql/schema/90_rebuild.sql dedup_rebuild_lookup_rows: sha256 13fb1a620cfd6e95
 -- Citus: dedup_rebuild_pairs reads these rows in a correlated count of a
 -- clause's holders (refused on a distributed table) and in self-joins on a
 -- clause hash or a band value (the MinHash table is distributed by doc_id:
@@ -23,6 +23,9 @@ RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
     DROP TABLE IF EXISTS dedup_rb_rows, dedup_rb_mh;
+    IF p_from IS NULL THEN
+        RETURN;
+    END IF;
     CREATE TEMP TABLE dedup_rb_rows ON COMMIT DROP AS
     SELECT c.clause_hash, c.doc_id, c.seen_at FROM document_clauses c WHERE c.seen_at >= p_from;
     CREATE INDEX ON dedup_rb_rows (clause_hash);

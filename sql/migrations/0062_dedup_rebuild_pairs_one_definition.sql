@@ -34,6 +34,10 @@ CREATE OR REPLACE FUNCTION dedup_rebuild_lookup_rows(p_from timestamptz)
 RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
+    IF p_from IS NULL THEN
+        DROP VIEW IF EXISTS dedup_rb_rows, dedup_rb_mh;
+        RETURN;
+    END IF;
     EXECUTE format($v$
         CREATE OR REPLACE TEMP VIEW dedup_rb_rows AS
         SELECT c.clause_hash, c.doc_id, c.seen_at FROM document_clauses c WHERE c.seen_at >= %1$L
@@ -318,6 +322,7 @@ BEGIN
                 WHEN c.added THEN c.j_t || jsonb_build_object('facts_added', true)
                 ELSE c.j_t END
       FROM checked c;
+    PERFORM dedup_rebuild_lookup_rows(NULL);  -- (after the rows are returned)
 END $$;
 COMMENT ON FUNCTION dedup_rebuild_pairs(timestamptz, jsonb) IS
     'Candidate pairs of a rebuild (exact, SimHash band self-joins, shared clauses, shared MinHash bands) with each layer''s verdict under dedup_ingest''s rules, fact check included. Called by dedup-pg rebuild.';

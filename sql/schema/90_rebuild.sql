@@ -232,11 +232,16 @@ END $$;
 -- planner reads as the tables themselves, through their indexes and
 -- partitions; sql/citus/ has the Citus form, which copies the rows into
 -- temporary tables on the coordinator (the statements that read them are
--- joins a cluster cannot run on the distributed tables).
+-- joins a cluster cannot run on the distributed tables). p_from NULL drops
+-- them: a view left in the session would block a change to those tables.
 CREATE FUNCTION dedup_rebuild_lookup_rows(p_from timestamptz)
 RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
+    IF p_from IS NULL THEN
+        DROP VIEW IF EXISTS dedup_rb_rows, dedup_rb_mh;
+        RETURN;
+    END IF;
     EXECUTE format($v$
         CREATE OR REPLACE TEMP VIEW dedup_rb_rows AS
         SELECT c.clause_hash, c.doc_id, c.seen_at FROM document_clauses c WHERE c.seen_at >= %1$L
@@ -552,6 +557,7 @@ BEGIN
                 WHEN c.added THEN c.j_t || jsonb_build_object('facts_added', true)
                 ELSE c.j_t END
       FROM checked c;
+    PERFORM dedup_rebuild_lookup_rows(NULL);  -- (after the rows are returned)
 END $$;
 
 COMMENT ON FUNCTION dedup_rebuild_pairs(timestamptz, jsonb) IS
