@@ -279,3 +279,29 @@ def test_prometheus_text(dd, sina):
     assert 'dedup_pg_verdicts_total{layer="",source="sina",verdict="new"} 1.0' in text
     assert "dedup_pg_documents 1.0" in text
     assert "# TYPE dedup_pg_review_pending gauge" in text
+
+
+def test_review_queue_and_a_candidate_are_read_through_indexes(dd, sina):
+    """The pending queue in order and a candidate by its id are read through
+    indexes (the queue index and the primary key, since revision 0063 the only
+    ones on those columns), not by scanning the candidates."""
+    review, _ = _pending_review(dd, sina)
+    dd.conn.execute("SET enable_seqscan = off")
+    try:
+        plans = {
+            sql: "\n".join(r[0] for r in dd.conn.execute(f"EXPLAIN {sql}", args))
+            for sql, args in (
+                ("SELECT * FROM review_queue", []),
+                (
+                    "SELECT status FROM duplicate_candidates WHERE candidate_id = %s",
+                    [review.candidate_id],
+                ),
+            )
+        }
+    finally:
+        dd.conn.execute("RESET enable_seqscan")
+    queue, by_id = plans.values()
+    # a partition's index is named for its columns (status, created_at, candidate_id)
+    assert "_status_created_at_" in queue and "Seq Scan" not in queue, queue
+    assert "pkey" in by_id and "Seq Scan" not in by_id, by_id
+    assert [r[0] for r in dd.conn.execute("SELECT id FROM review_queue")] == [review.candidate_id]

@@ -116,13 +116,15 @@ CREATE TABLE duplicate_candidates (
     CONSTRAINT duplicate_candidates_pkey PRIMARY KEY (candidate_id, seen_at)
 ) PARTITION BY RANGE (seen_at);
 ALTER SEQUENCE duplicate_candidates_candidate_id_seq OWNED BY duplicate_candidates.candidate_id;
-CREATE INDEX duplicate_candidates_candidate_id_idx ON duplicate_candidates (candidate_id);
+-- A candidate is read by its id through the primary key (it starts with
+-- candidate_id) and the pending ones in order through the queue index below;
+-- until revision 0063 an index on candidate_id alone and one on created_at of
+-- the pending rows repeated them, two more entries for every candidate.
 CREATE INDEX duplicate_candidates_matched_doc_id_idx ON duplicate_candidates (matched_doc_id);
-CREATE INDEX duplicate_candidates_pending_idx ON duplicate_candidates (created_at)
-    WHERE status = 'pending';
--- The review page's queues (one a status, in order of arrival), read by keyset:
--- equality on status, then a range on (created_at, candidate_id), so the first
--- page and a deep one read the same few entries (bench/review_queue.py).
+-- The review page's queues (one a status, in order of arrival; review_queue is
+-- the pending one), read by keyset: equality on status, then a range on
+-- (created_at, candidate_id), so the first page and a deep one read the same
+-- few entries (bench/review_queue.py).
 CREATE INDEX duplicate_candidates_queue_idx ON duplicate_candidates (status, created_at, candidate_id);
 -- Its counts per layer under the filters (source, score range; the day prunes
 -- partitions), from the index alone: 100,000 candidates, 205 -> 4 ms.
