@@ -1432,9 +1432,11 @@ def extrapolation(ctx: dict) -> list[str]:
         f"default `max_wal_size`) and room for vacuum: **~{total * f / 2**30 * 1.15 + 2:.0f} "
         "GiB**.",
         "",
-        f"**Memory**: every check probes the four band indexes, the digest key and the clause "
-        f"index of every day partition in the window at random keys, and reads every band "
-        f"candidate's heap row: ~{gib(hot * f)} GiB is touched at random, and should be in "
+        f"**Memory**: every check probes, at random keys, the SimHash band index (its entries "
+        f"carry the simhash: index-only), the MinHash GIN index and the clause index of each "
+        f"week partition in the window, the digest key and `documents`' doc_id index, and "
+        f"reads the `documents` rows of its few candidates: ~{gib(hot * f)} GiB is touched at "
+        f"random, and should be in "
         f"`shared_buffers` (~{hot * f / 2**30 * 1.25:.0f} GiB with 25 % headroom; the text in "
         f"TOAST is read only for exact duplicates, review and restore, so the OS page cache can "
         f"hold it). This run used shared_buffers = {settings_.get('shared_buffers')}: at {n:,} "
@@ -1464,12 +1466,13 @@ def extrapolation(ctx: dict) -> list[str]:
         f"bodies that stay inline also leave pages part-empty); title and body go to object "
         f"storage or the crawler's store, fetched for exact-duplicate bodies, review and restore "
         f"| {gib(after1 * f)} GiB |",
-        f"| 2 | clause sampling: keep only hashes with `h % 4 = 0` (the same sample in every copy, "
-        f"so containment is estimated on it), all of them for texts under ~16 clauses: "
-        f"document_clauses and its index x~0.25 (~{clauses_t / max(1, z['clause_refs']):.0f} "
-        f"bytes per clause row now) | {gib(after2 * f)} GiB |",
-        f"| 3 | drop the indexes the ingest/check path never reads: documents(content_sha1) "
-        f"(document_digests has it), documents(external_id) | {gib(after3 * f)} GiB |",
+        f"| 2 | clause rows sampled further: a quarter of today's rows (which already sample a "
+        f"text of 16 clauses or more, revisions 0025 and 0039): document_clauses and its index "
+        f"x~0.25 (~{clauses_t / max(1, z['clause_refs']):.0f} bytes per clause row now) "
+        f"| {gib(after2 * f)} GiB |",
+        f"| 3 | drop the `documents` index the ingest/check path never reads: "
+        f"documents(external_id) (documents(content_sha1) went in revision 0024) "
+        f"| {gib(after3 * f)} GiB |",
         f"| 4 | 'new' sightings without the external_id/url/source their document already holds "
         f"({z['sighting_repeat']:.0f} bytes a row) | **{gib(after4 * f)} GiB** |",
         "",
@@ -1482,16 +1485,16 @@ def extrapolation(ctx: dict) -> list[str]:
             "btree entry each), or sampling 1 clause in 8."
         )
         + f" Step 1 alone is the big one (~{gib((total - after1) * f)} GiB), and it also shrinks "
-        f"what the band probe reads: the hot set becomes ~{gib(hot_after * f)} GiB (narrow heap "
+        f"what a check reads at random: the hot set becomes ~{gib(hot_after * f)} GiB (narrow heap "
         f"+ band, doc_id, digest and sampled clause indexes), small enough for shared_buffers. "
         f"pglz stored {z['body_stored'] / max(1, z['body_bytes']):.0%} of the body bytes (CJK UTF-8 "
-        "hardly compresses), so lz4/zstd TOAST compression is no substitute for step 1. Band "
-        f"layout: the four band btrees are ~{bands_b / n:,.0f} bytes/doc together "
-        f"(~{gib(bands_b * f)} GiB at 10 M) and a `smallint` key would not shrink a btree entry "
-        "(alignment): not where the space is. Covering them, `INCLUDE (simhash)`, would let the "
-        "probe skip the heap (index-only scans once vacuum has set the visibility map) for ~8 "
-        "bytes an entry. Retention (`dedup-pg partitions drop --older-than 8`) keeps the total at "
-        "what the window holds: 10 M in 7 days is the steady state, not a growing total.",
+        "hardly compresses), so lz4/zstd TOAST compression is no substitute for step 1. The "
+        f"SimHash band index is ~{bands_b / n:,.0f} bytes/doc (~{gib(bands_b * f)} GiB at 10 M); "
+        "a row a document under a GIN index of its band keys would take about a third, at a "
+        "heap row read for every document sharing a key (`bench/simhash_layout.py`, "
+        "BENCHMARKS.md: tried, not kept). Retention (`dedup-pg partitions drop --older-than 8`) "
+        "keeps the total at what the window holds: 10 M in 7 days is the steady state, not a "
+        "growing total.",
         "",
         "For speed at 10 M, size shared_buffers to the hot set. Since revision 0008 the "
         "default SimHash review distance is 3 (the MinHash layer holds the review band), so "
