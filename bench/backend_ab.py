@@ -45,7 +45,7 @@ from dedup_pg.database import start_embedded, stop_embedded
 from dedup_pg.deduper import _dump_items, prepare_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA  # noqa: E402
+from common import DATA, backend_cpu  # noqa: E402
 
 INGEST = (
     "SELECT pos, verdict, layer, matched_doc_id, score"
@@ -54,11 +54,6 @@ INGEST = (
 CHECK = (
     "SELECT verdict, layer, matched_doc_id, score FROM dedup_ingest(%s::jsonb, true, '{}'::jsonb)"
 )
-
-
-def backend_cpu(pid: int) -> float:
-    """CPU seconds a backend has run so far (the scheduler's count, in ns)."""
-    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
 
 
 def one_run(engine_a: Path, docs: int, checks: int) -> dict:

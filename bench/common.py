@@ -82,6 +82,11 @@ def distinct_pool(articles: list[dict]) -> list[dict]:
     )
 
 
+def backend_cpu(pid: int) -> float:
+    """CPU seconds a backend has run so far (the scheduler's count, in ns)."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+
+
 def log(msg: str) -> None:
     """Progress on stderr, timestamped."""
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)

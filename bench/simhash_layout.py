@@ -42,12 +42,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import growth  # noqa: E402
-from common import ROOT, allow_backfill, engine_revision, log, scratch_dir  # noqa: E402
+from common import (  # noqa: E402
+    ROOT,
+    allow_backfill,
+    backend_cpu,
+    engine_revision,
+    log,
+    scratch_dir,
+)
 
 from dedup_pg import Deduper  # noqa: E402
 from dedup_pg.database import start_embedded  # noqa: E402
 from dedup_pg.fingerprint import fingerprint  # noqa: E402
 from dedup_pg.normalize import NormalizeOptions  # noqa: E402
+from dedup_pg.simhash import to_signed  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "simhash_layout.md"
 
@@ -87,10 +95,6 @@ PROBE = {
 CANDIDATES = "SELECT count(*) FROM row_a_document b WHERE dedup_simhash_bands(b.simhash) && {keys}"
 
 
-def signed(h: int) -> int:
-    return h - 2**64 if h >= 2**63 else h
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", type=int, default=100_000, help="distinct documents ingested")
@@ -113,17 +117,13 @@ def main() -> None:
         hi_id = c.execute("SELECT max(doc_id) FROM documents").fetchone()[0]
         pid = c.execute("SELECT pg_backend_pid()").fetchone()[0]
 
-        def cpu() -> float:
-            with open(f"/proc/{pid}/schedstat") as fh:
-                return int(fh.read().split()[0]) / 1e9
-
         c.execute(LAYOUTS)
         insert = {}
         for table, sql in FILL.items():
-            started = cpu()
+            started = backend_cpu(pid)
             for lo in range(0, hi_id + 1, 500):
                 c.execute(sql, (lo, lo + 499))
-            insert[table] = cpu() - started
+            insert[table] = backend_cpu(pid) - started
         for table in FILL:
             c.execute(f"VACUUM ANALYZE {table}")
 
@@ -140,7 +140,7 @@ def main() -> None:
             )
         }
         new = [
-            signed(fingerprint(d["body"], d["title"], NormalizeOptions()).simhash)
+            to_signed(fingerprint(d["body"], d["title"], NormalizeOptions()).simhash)
             for d in (stream.doc(10 * args.docs + i) for i in range(args.probes))
         ]
         stored = [
@@ -164,11 +164,11 @@ def main() -> None:
                         sql = probe.format(keys=KEYS[radius])
                         for p in params[:50]:  # plans made and cached
                             c.execute(sql, p, prepare=True)
-                        started = cpu()
+                        started = backend_cpu(pid)
                         hits[table] = sum(
                             c.execute(sql, p, prepare=True).fetchone()[0] for p in params
                         )
-                        us[table].append((cpu() - started) / len(params) * 1e6)
+                        us[table].append((backend_cpu(pid) - started) / len(params) * 1e6)
                 assert hits["rows_a_band"] == hits["row_a_document"], hits
                 probes.append((label, radius, statistics.mean(cands), max(cands), hits, us))
                 log(f"{label}, radius {radius}: {us}")
