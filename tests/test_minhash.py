@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from psycopg.types.json import Jsonb
 from test_concurrency import WRITERS, _race
 
 from dedup_pg import Deduper, minhash
+from dedup_pg.deduper import prepare_batch
 from dedup_pg.facts import fact_keys, facts
 
 # SimHash and containment made blind, so only the MinHash layer can match.
@@ -163,6 +165,52 @@ def test_synonym_rewrite_is_a_minhash_duplicate(dd, sina):
     off = HASHES_OFF | {"minhash_threshold": None}
     unchecked = dd.check_many([other], thresholds=off)[0]
     assert unchecked.verdict == "new", unchecked
+
+
+def test_a_minhash_candidate_below_the_review_band_reads_no_document(dd, sina):
+    """Revision 0064: the MinHash layer reads its best candidate's documents
+    row only when the candidate can decide: at or above the review threshold,
+    or in gated mode, whose comparison takes the best candidate whatever its
+    similarity. Below the band a check reads no documents row (the count of
+    scans of documents' partitions in the check's own transaction), and the
+    verdict is what it was. The item goes without clauses, so the containment
+    layer reads nothing, and SimHash is blind (HASHES_OFF)."""
+    originals = [a for a in sina[400:460] if len(a["body"]) > 600][:10]
+    list(dd.ingest_many({"id": a["id"], "title": a["title"], "body": a["body"]} for a in originals))
+    a = originals[3]
+    copy = {"title": synonyms(a["title"]), "body": synonyms(a["body"])}
+    item = prepare_batch([copy], options=dd.options, max_chars=1_000_000).rows[0]
+    item |= {"clauses": None, "lead": None}
+    # the backend's counts not yet reported (no report inside a transaction)
+    scans = (
+        "SELECT coalesce(sum(coalesce(seq_scan, 0) + coalesce(idx_scan, 0)), 0)"
+        " FROM pg_stat_xact_user_tables WHERE relname LIKE 'documents\\_p%%'"
+    )
+
+    def check(overrides):
+        with dd.conn.transaction(force_rollback=True):
+            before = dd.conn.execute(scans).fetchone()[0]
+            row = dd.conn.execute(
+                "SELECT verdict, layer, score, neighbours FROM dedup_ingest(%s, true, %s)",
+                [Jsonb([item]), Jsonb(HASHES_OFF | overrides)],
+            ).fetchone()
+            return row, dd.conn.execute(scans).fetchone()[0] - before
+
+    (verdict, layer, score, _), reads = check({})
+    assert (verdict, layer) == ("duplicate", "minhash") and 0.5 <= score < 0.99
+    assert reads >= 1  # the counter sees the candidate's row read
+    (verdict, layer, score, _), reads = check(
+        {"minhash_threshold": 0.99, "minhash_review_threshold": 0.99}
+    )
+    assert (verdict, layer, reads) == ("new", None, 0)
+    # gated: the best candidate is read, and is the comparison's neighbour
+    (verdict, _, _, neighbours), reads = check(
+        {"minhash_threshold": 0.99, "minhash_review_threshold": 0.99, "semantic_mode": "gated"}
+    )
+    doc_id = dd.conn.execute(
+        "SELECT doc_id FROM documents WHERE external_id = %s", [a["id"]]
+    ).fetchone()[0]
+    assert (verdict, neighbours, reads >= 1) == ("new", [doc_id], True)
 
 
 #: Each stored document's signature as its 16-bit values (revision 0040 stores bits,

@@ -734,13 +734,19 @@ BEGIN
             -- locks every day partition kept: run for every text, a join made
             -- a dry-run check of a new text cost ~1.0 ms with two years of
             -- days kept against ~0.66 with the window's only,
-            -- bench/retained_days.py).
+            -- bench/retained_days.py), and only while one can still decide:
+            -- below the review band none can, the best nor any after it
+            -- (gated mode reads the best all the same: its comparison takes
+            -- it). Until revision 0064 the best one's row was read below the
+            -- band too: 0.64 reads a new text's check at 1M documents of the
+            -- growth corpus, ~20 us each (BENCHMARKS.md).
             FOR v_cand IN
                 SELECT b.doc_id, b.seen_at, dedup_minhash_similarity(b.signature, v_signature) AS sim
                   FROM document_minhash_bands b
                  WHERE dedup_minhash_bands(b.signature) && v_mh_bands AND b.seen_at BETWEEN v_lo AND v_hi
                  ORDER BY sim DESC, b.seen_at, b.doc_id
             LOOP
+                EXIT WHEN v_cand.sim < v_mh_review AND v_mode <> 'gated';
                 SELECT d.external_id, d.content_sha1 INTO v_row
                   FROM documents d WHERE d.doc_id = v_cand.doc_id AND d.seen_at = v_cand.seen_at;
                 CONTINUE WHEN NOT FOUND OR dedup_pair_whitelisted(v_sha1, v_row.content_sha1);
