@@ -38,6 +38,14 @@ def test_ensure_creates_every_table_days_ahead(dd):
     weeks = [p for p in list_partitions(dd.conn) if p.table in WEEKLY]
     assert weeks and all(p.day.weekday() == 0 and p.last_day == p.day + timedelta(6) for p in weeks)
     assert all(p.last_day == p.day for p in list_partitions(dd.conn) if p.table not in WEEKLY)
+    # what psql's \df+ tells an analyst names every table it partitions, and how
+    # (it named four tables, by day, until revision 0065)
+    comment = dd.conn.execute(
+        "SELECT obj_description('dedup_ensure_partitions(date, date)'::regprocedure)"
+    ).fetchone()[0]
+    assert {p.table for p in list_partitions(dd.conn)} == set(TABLES)
+    assert all(table in comment for table in TABLES), comment
+    assert "day partition" in comment and "ISO-week partitions" in comment
 
 
 def test_drop_old_days_keeps_the_window_and_ingest_runs_meanwhile(dd, dsn, sina):

@@ -48,7 +48,7 @@ def partitions_list(dsn: str | None, home: str | None) -> None:
 )
 @database_options
 def partitions_ensure(days_ahead: int, dsn: str | None, home: str | None) -> None:
-    """Create missing day partitions ahead of time (ingest also creates them on demand)."""
+    """Create the missing day and week partitions ahead of time (ingest also creates them on demand)."""
     from ..partitions import ensure
 
     with open_deduper(dsn, home) as dd:

@@ -61,7 +61,7 @@ BEGIN
 END $$;
 
 COMMENT ON FUNCTION dedup_ensure_partitions(date, date) IS
-    'Create missing day partitions (UTC days) of documents, document_clauses, document_sightings and duplicate_candidates.';
+    'Create the missing partitions that hold the UTC days p_from .. p_to: a day partition each of documents, document_sightings, duplicate_candidates and document_embeddings, and the ISO-week partitions of document_clauses, document_minhash_bands and document_simhash_bands; returns how many were created (dedup-pg partitions ensure).';
 
 -- Retention, before the days older than p_cutoff are dropped: an exact copy
 -- kept in a later day whose text is its matched document's (body NULL) gets
