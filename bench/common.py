@@ -31,16 +31,16 @@ def scratch_dir(prefix: str, parent: str | None = None) -> Path:
     """A new temporary folder for a run's embedded servers and files, deleted
     when the script exits (a failure included), every server under it stopped
     first: a benchmark's database is a few hundred MB that nobody reads after
-    its report. ``DEDUP_PG_BENCH_KEEP=1`` keeps it (its path is printed)."""
+    its report. ``DEDUP_PG_BENCH_KEEP=1`` keeps it (its path is printed), its
+    servers stopped all the same: a server left running from a temporary
+    folder holds its shared memory, and crashes when the folder is moved (a
+    later ``--home`` of the folder's server home starts it again)."""
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     atexit.register(_remove_scratch, path)
     return path
 
 
 def _remove_scratch(path: Path) -> None:
-    if os.environ.get("DEDUP_PG_BENCH_KEEP") == "1":
-        print(f"kept {path} (DEDUP_PG_BENCH_KEEP=1)", file=sys.stderr)
-        return
     from dedup_pg import database
 
     for pgdata in sorted(path.rglob("pgdata")):
@@ -48,6 +48,9 @@ def _remove_scratch(path: Path) -> None:
             database.stop_embedded(pgdata.parent)
         except Exception as exc:  # report it, and keep cleaning up
             print(f"could not stop the server in {pgdata.parent}: {exc}", file=sys.stderr)
+    if os.environ.get("DEDUP_PG_BENCH_KEEP") == "1":
+        print(f"kept {path} (DEDUP_PG_BENCH_KEEP=1; its servers stopped)", file=sys.stderr)
+        return
     shutil.rmtree(path, ignore_errors=True)
 
 
