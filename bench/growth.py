@@ -574,7 +574,7 @@ def _label(query: str) -> str:
 
 def _shape(node: dict, counts: collections.Counter) -> None:
     rel = node.get("Relation Name") or node.get("Index Name") or ""
-    rel = re.sub(r"_p\d{8}", "", rel)
+    rel = re.sub(r"_[pw]\d{8}", "", rel)
     counts[f"{node['Node Type']}{f' ({rel})' if rel else ''}"] += 1
     for child in node.get("Plans", []):
         _shape(child, counts)
@@ -794,7 +794,7 @@ def io_stats(dd: Deduper) -> dict:
         " coalesce(heap_blks_hit, 0) + coalesce(idx_blks_hit, 0) + coalesce(toast_blks_hit, 0)"
         " + coalesce(tidx_blks_hit, 0) FROM pg_statio_user_tables"
     ).fetchall():
-        parent = re.sub(r"_p\d{8}$", "", rel)
+        parent = re.sub(r"_[pw]\d{8}$", "", rel)  # day and week partitions
         if parent in TABLES:
             t = tables.setdefault(parent, [0, 0, 0, 0])
             for k, v in enumerate((heap, idx, toast, hits)):
