@@ -1,30 +1,36 @@
-"""Two layouts of the SimHash lookup on the same real SimHashes (issue 19's bytes).
+"""Three layouts of the SimHash lookup on the same real SimHashes (issue 19's bytes).
 
 Why
 ---
-``document_simhash_bands`` holds a row a band of every stored document (4 a document:
-``band_key`` = band number << 16 | the band's 16 bits) under a btree on ``band_key``
-that carries ``simhash``, ``seen_at`` and ``doc_id``, so that a probe is an index-only
-scan. The other layout keeps one row a document under a GIN index of its four band keys
-(``dedup_simhash_bands(simhash)``), as ``document_minhash_bands`` is kept: a key's
-posting list holds every document sharing it, and the probe reads the rows it finds
-for their distance. Fewer bytes, and a heap row read for every document sharing a key.
-This measures both on the same documents (BENCHMARKS.md: tried, not kept).
+Until revision 0067 ``document_simhash_bands`` held a row a band of every stored
+document (4 a document: ``band_key`` = band number << 16 | the band's 16 bits) under a
+btree on ``band_key`` that carried ``simhash``, ``seen_at`` and ``doc_id``, so that a
+probe was an index-only scan. One other layout keeps one row a document under a GIN
+index of its four band keys (``dedup_simhash_bands(simhash)``), as
+``document_minhash_bands`` is kept: a key's posting list holds every document sharing
+it, and the probe reads the rows it finds for their distance. Fewer bytes, and a heap
+row read for every document sharing a key (BENCHMARKS.md: tried, not kept). The third,
+revision 0067's, keeps the row a band and indexes ``(band_key, tail) INCLUDE
+(seen_at)``: ``tail`` is the next 32 bits of the simhash (``dedup_simhash_tail``), so
+the index alone tells which entries are within distance by 48 of the 64 bits (a lower
+bound), and a second statement reads the rows of those few for the whole simhash.
 
 What is measured
 ----------------
 The growth corpus (``bench/growth.py``'s recombined sina2018 articles, 5% reposts,
 ``seen_at`` over the 7 days before the run) is ingested with default settings into a
-fresh embedded server. From its ``documents`` two scratch tables are made, each with its
-index in place before the rows come (as ingest fills them), in batches of 500 documents
-by ``INSERT ... SELECT``: ``rows_a_band`` (the old layout) and ``row_a_document`` (the
-new). For each: heap and index bytes a document, and the backend CPU of the inserts.
+fresh embedded server. From its ``documents`` three scratch tables are made, each with
+its index in place before the rows come (as ingest fills them), in batches of 500
+documents by ``INSERT ... SELECT``: ``rows_a_band`` (the layout before revision 0067),
+``row_a_document`` (GIN) and ``rows_a_band_tail`` (revision 0067's, its columns in the
+order of a table made fresh). For each: heap and index bytes a document, and the
+backend CPU of the inserts.
 Then probes, as ``dedup_ingest`` makes them (a generic plan, the window's ``seen_at``
 filter), for the SimHashes of texts never stored and of stored ones, with the four band
 keys (radius 0, the default) and with each band's 16 one-bit neighbours too (radius 1,
 what a review distance of 4-7 asks for: many more documents a probe): the documents
-sharing a key (candidates), the documents within distance 6 (both layouts must find
-the same), and the backend CPU a probe (``/proc/PID/schedstat``), the two layouts
+sharing a key (candidates), the documents within distance 6 (every layout must find
+the same), and the backend CPU a probe (``/proc/PID/schedstat``), the layouts
 alternating three times.
 
 Run from the repository root:  python bench/simhash_layout.py [--docs N] [--probes N]
@@ -67,6 +73,10 @@ CREATE TABLE row_a_document (simhash bigint NOT NULL, doc_id bigint NOT NULL,
                              seen_at timestamptz NOT NULL);
 CREATE INDEX row_a_document_keys_idx ON row_a_document
     USING gin (dedup_simhash_bands(simhash)) WITH (fastupdate = off);
+CREATE TABLE rows_a_band_tail (band_key integer NOT NULL, tail integer NOT NULL,
+                               simhash bigint NOT NULL, doc_id bigint NOT NULL,
+                               seen_at timestamptz NOT NULL);
+CREATE INDEX rows_a_band_tail_key_idx ON rows_a_band_tail (band_key, tail) INCLUDE (seen_at);
 """
 FILL = {
     "rows_a_band": "INSERT INTO rows_a_band SELECT k, d.simhash, d.doc_id, d.seen_at"
@@ -74,6 +84,10 @@ FILL = {
     " WHERE d.doc_id BETWEEN %s AND %s ORDER BY d.doc_id",
     "row_a_document": "INSERT INTO row_a_document SELECT d.simhash, d.doc_id, d.seen_at"
     " FROM documents d WHERE d.doc_id BETWEEN %s AND %s ORDER BY d.doc_id",
+    "rows_a_band_tail": "INSERT INTO rows_a_band_tail SELECT k, dedup_simhash_tail(d.simhash, k >> 16),"
+    " d.simhash, d.doc_id, d.seen_at"
+    " FROM documents d, unnest(dedup_simhash_bands(d.simhash)) k"
+    " WHERE d.doc_id BETWEEN %s AND %s ORDER BY d.doc_id",
 }
 # the probe as dedup_ingest makes it (60_ingest.sql), and the same for the other
 # layout; KEYS as dedup_ingest computes them: radius 0 by the inlined
@@ -91,6 +105,20 @@ PROBE = {
     " bit_count((b.simhash # %(h)s::bigint)::bit(64))::integer AS dist FROM row_a_document b"
     " WHERE dedup_simhash_bands(b.simhash) && {keys}"
     " AND b.seen_at BETWEEN %(lo)s::timestamptz AND %(hi)s::timestamptz) c WHERE c.dist <= 6",
+    # two statements: the index alone finds the entries whose band key and 32
+    # more bits are within distance (a lower bound), then the rows of those
+    # few are read for the whole simhash
+    "rows_a_band_tail": (
+        "SELECT array_agg(c.band_key), array_agg(c.tail) FROM rows_a_band_tail c"
+        " WHERE c.band_key = ANY ({keys})"
+        " AND c.seen_at BETWEEN %(lo)s::timestamptz AND %(hi)s::timestamptz"
+        " AND bit_count((c.tail # dedup_simhash_tail(%(h)s::bigint, c.band_key >> 16))::bit(32))"
+        " <= 6",
+        "SELECT count(*) FROM (SELECT DISTINCT b.doc_id, b.seen_at,"
+        " bit_count((b.simhash # %(h)s::bigint)::bit(64))::integer AS dist FROM rows_a_band_tail b"
+        " WHERE b.band_key = ANY (%(keys)s::integer[]) AND b.tail = ANY (%(tails)s::integer[])"
+        " AND b.seen_at BETWEEN %(lo)s::timestamptz AND %(hi)s::timestamptz) c WHERE c.dist <= 6",
+    ),
 }
 CANDIDATES = "SELECT count(*) FROM row_a_document b WHERE dedup_simhash_bands(b.simhash) && {keys}"
 
@@ -137,6 +165,8 @@ def main() -> None:
                 "rows_a_band_key_idx",
                 "row_a_document",
                 "row_a_document_keys_idx",
+                "rows_a_band_tail",
+                "rows_a_band_tail_key_idx",
             )
         }
         new = [
@@ -151,6 +181,17 @@ def main() -> None:
         ]
         window = {"lo": now - timedelta(days=30), "hi": now + timedelta(days=30)}
         c.execute("SET plan_cache_mode = force_generic_plan")
+
+        def run(probe: str | tuple[str, str], radius: int, p: dict) -> int:
+            if isinstance(probe, str):
+                return c.execute(probe.format(keys=KEYS[radius]), p, prepare=True).fetchone()[0]
+            keys, tails = c.execute(probe[0].format(keys=KEYS[radius]), p, prepare=True).fetchone()
+            if keys is None:
+                return 0
+            return c.execute(
+                probe[1], {**p, "keys": keys, "tails": tails}, prepare=True
+            ).fetchone()[0]
+
         probes = []
         for label, values in (("never stored", new), ("stored", stored)):
             for radius in (0, 1):
@@ -161,47 +202,49 @@ def main() -> None:
                 hits: dict[str, int] = {}
                 for _ in range(3):
                     for table, probe in PROBE.items():
-                        sql = probe.format(keys=KEYS[radius])
                         for p in params[:50]:  # plans made and cached
-                            c.execute(sql, p, prepare=True)
+                            run(probe, radius, p)
                         started = backend_cpu(pid)
-                        hits[table] = sum(
-                            c.execute(sql, p, prepare=True).fetchone()[0] for p in params
-                        )
+                        hits[table] = sum(run(probe, radius, p) for p in params)
                         us[table].append((backend_cpu(pid) - started) / len(params) * 1e6)
-                assert hits["rows_a_band"] == hits["row_a_document"], hits
+                assert hits["rows_a_band"] == hits["row_a_document"] == hits["rows_a_band_tail"], (
+                    hits
+                )
                 probes.append((label, radius, statistics.mean(cands), max(cands), hits, us))
                 log(f"{label}, radius {radius}: {us}")
 
     lines = [
-        "# The SimHash lookup: a row a band or a row a document",
+        "# The SimHash lookup: three layouts",
         "",
         f"`python bench/simhash_layout.py --docs {args.docs}` at {engine_revision()}: "
-        f"{n:,} documents of the growth corpus kept, their SimHashes in two scratch tables "
+        f"{n:,} documents of the growth corpus kept, their SimHashes in three scratch tables "
         "(indexes in place before the rows, batches of 500).",
         "",
         "| layout | heap bytes a document | index bytes a document | insert, backend CPU a document |",
         "|---|---:|---:|---:|",
-        f"| a row a band, btree `(band_key) INCLUDE (simhash, seen_at, doc_id)` (the engine's) "
+        f"| a row a band, btree `(band_key) INCLUDE (simhash, seen_at, doc_id)` (until revision 0067) "
         f"| {sizes['rows_a_band']:,.0f} | {sizes['rows_a_band_key_idx']:,.0f} "
         f"| {insert['rows_a_band'] / n * 1e6:.1f} us |",
         f"| a row a document, GIN over `dedup_simhash_bands(simhash)` (tried) "
         f"| {sizes['row_a_document']:,.0f} | {sizes['row_a_document_keys_idx']:,.0f} "
         f"| {insert['row_a_document'] / n * 1e6:.1f} us |",
+        f"| a row a band, btree `(band_key, tail) INCLUDE (seen_at)`, 32 more bits as `tail` (revision 0067) "
+        f"| {sizes['rows_a_band_tail']:,.0f} | {sizes['rows_a_band_tail_key_idx']:,.0f} "
+        f"| {insert['rows_a_band_tail'] / n * 1e6:.1f} us |",
         "",
         f"Probes, {args.probes:,} texts of each kind, as `dedup_ingest` makes them (generic "
         "plans); backend CPU a probe, three alternating passes:",
         "",
-        "| texts | keys | documents sharing a key, mean (max) | within distance 6 (both) "
-        "| a row a band, us | a row a document, us |",
-        "|---|---|---:|---:|---|---|",
+        "| texts | keys | documents sharing a key, mean (max) | within distance 6 (all) "
+        "| a row a band, us | a row a document, us | a row a band with tail, us |",
+        "|---|---|---:|---:|---|---|---|",
     ]
     for label, radius, mean_c, max_c, hits, us in probes:
         keys = "4 (radius 0)" if radius == 0 else "68 (radius 1)"
         lines.append(
-            f"| {label} | {keys} | {mean_c:.1f} ({max_c}) | {hits['rows_a_band']:,} "
-            f"| {', '.join(f'{x:.0f}' for x in us['rows_a_band'])} "
-            f"| {', '.join(f'{x:.0f}' for x in us['row_a_document'])} |"
+            f"| {label} | {keys} | {mean_c:.1f} ({max_c}) | {hits['rows_a_band']:,} | "
+            + " | ".join(", ".join(f"{x:.0f}" for x in us[t]) for t in PROBE)
+            + " |"
         )
     text = "\n".join(lines) + "\n"
     args.output.write_text(text, encoding="utf-8")

@@ -109,6 +109,8 @@ EXPRESSIONS: dict[str, dict[str, str]] = {
         "band_key": "band_key # ((%(m)s::bigint >> (16 * (band_key >> 16))) & 65535)::integer",
         "simhash": "simhash # %(m)s",
         "doc_id": "doc_id + %(off)s",
+        # and its tail the next two bands' (dedup_simhash_tail)
+        "tail": "dedup_simhash_tail(simhash # %(m)s, band_key >> 16)",
     },
     "document_sightings": {
         "doc_id": "doc_id + %(off)s",

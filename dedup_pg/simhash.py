@@ -116,5 +116,15 @@ def bands(value: int) -> list[int]:
     return [(value >> (BAND_BITS * i)) & mask for i in range(BANDS)]
 
 
+def tail(value: int, band: int) -> int:
+    """The tail of band ``band`` (0-3) of an unsigned fingerprint: the next two
+    bands' 32 bits as a signed integer (band ``band + 1`` low, ``band + 2``
+    high, mod :data:`BANDS`). ``document_simhash_bands.tail``; SQL's
+    ``dedup_simhash_tail`` gives the same for the value as a bigint."""
+    b = bands(value)
+    t = b[(band + 1) % BANDS] | b[(band + 2) % BANDS] << BAND_BITS
+    return t - (1 << 32) if t >= 1 << 31 else t
+
+
 def hamming(a: int, b: int) -> int:
     return ((a ^ b) & ((1 << 64) - 1)).bit_count()

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from psycopg.types.json import Jsonb
 
-from dedup_pg import Deduper, Document, minhash
+from dedup_pg import Deduper, Document, minhash, simhash
 from dedup_pg.deduper import prepare_batch
 from dedup_pg.fingerprint import ARRAY_FIELDS, with_json_arrays
 from dedup_pg.normalize import NORMALIZATION_VERSION
@@ -259,6 +259,80 @@ def test_simhash_bands_are_the_band_keys_at_radius_0_and_inlined(dd):
     assert "dedup_simhash_bands" not in plan and "65535" in plan, plan
 
 
+def test_simhash_tail_is_the_next_two_bands_and_inlined(dd):
+    """dedup_simhash_tail (a band row's tail) gives what dedup_pg.simhash.tail
+    gives, across the signed 64-bit range, and is inlined where it is called."""
+    rng = random.Random(67)
+    values = [0, -1, 1, 2**63 - 1, -(2**63), 65535, -65536, 2**31, -(2**31), 2**47]
+    values += [rng.randrange(-(2**63), 2**63) for _ in range(500)]
+    got = dd.conn.execute(
+        "SELECT array_agg(dedup_simhash_tail(v, b) ORDER BY o, b)"
+        " FROM unnest(%s::bigint[]) WITH ORDINALITY u(v, o), generate_series(0, 3) b",
+        [values],
+    ).fetchone()[0]
+    assert got == [simhash.tail(v % 2**64, b) for v in values for b in range(4)]
+    for v in values[:50]:  # a tail holds the two bands after its own
+        u = v % 2**64
+        for b in range(4):
+            bands = simhash.bands(u)
+            assert simhash.tail(u, b) % 2**32 == bands[(b + 1) % 4] | bands[(b + 2) % 4] << 16
+    plan = "\n".join(
+        r[0]
+        for r in dd.conn.execute(
+            "EXPLAIN VERBOSE SELECT dedup_simhash_tail(v, 2) FROM unnest(%s::bigint[]) v",
+            [values[:3]],
+        )
+    )
+    assert "dedup_simhash_tail" not in plan and "65535" in plan, plan
+
+
+def test_the_simhash_probe_reads_rows_only_for_entries_within_distance(dd, sina):
+    """The SimHash probe finds a text's candidates by an index-only scan of
+    document_simhash_bands: band key and tail (48 bits) within distance, from
+    the index alone; it reads band rows (for the whole simhash) only when some
+    entry is within that distance. An edited copy is found by the SimHash
+    layer; an unrelated text reads no band row."""
+    originals = [_article(sina, 200 + k) for k in range(30)]
+    list(dd.ingest_many(originals))
+    dd.conn.execute("VACUUM (ANALYZE) document_simhash_bands")
+    edits = [
+        {**a, "id": "edit-" + a["id"], "body": a["body"].replace("的", "之", 1)}
+        for a in originals[:10]
+    ]
+    unrelated = [{**_article(sina, 400 + k), "id": f"other-{k}"} for k in range(10)]
+    plans = []
+    dd.conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+    dd.conn.execute("LOAD 'auto_explain'")
+    for setting in (
+        "auto_explain.log_min_duration = 0",
+        "auto_explain.log_analyze = on",
+        "auto_explain.log_nested_statements = on",
+        "auto_explain.log_level = notice",
+        "client_min_messages = notice",
+    ):
+        dd.conn.execute(f"SET {setting}")
+
+    def probe(items):
+        plans.clear()
+        verdicts = dd.check_many(items)
+        entries = [p for p in plans if "v_sh_keys" in p and "tail" in p]
+        rows = [p for p in plans if "v_sh_near_tails" in p]
+        return verdicts, entries, rows
+
+    verdicts, entries, rows = probe(edits)
+    assert [(v.layer, v.matched_id) for v in verdicts] == [
+        ("simhash", a["id"]) for a in originals[:10]
+    ]
+    assert len(entries) == 10 and all("Index Only Scan" in p for p in entries), entries[:1]
+    # the rows were vacuumed: the index alone answers
+    assert all("Heap Fetches: 0" in p for p in entries), entries[:1]
+    assert len(rows) == 10
+    verdicts, entries, rows = probe(unrelated)
+    dd.conn.execute("RESET client_min_messages")
+    assert {v.verdict for v in verdicts} == {"new"}
+    assert len(entries) == 10 and rows == []
+
+
 def test_the_clause_layers_reads_are_inlined_into_dedup_ingest(dd, sina):
     """dedup_clause_holders and dedup_containment_candidates, the two reads
     that have a Citus form of their own, are plain SQL on one node: PostgreSQL
@@ -303,7 +377,10 @@ def test_lookup_rows_are_the_fingerprints_keys(dd, sina):
         "SELECT d.doc_id,"
         " ARRAY(SELECT b.band_key FROM document_simhash_bands b"
         "        WHERE b.doc_id = d.doc_id AND b.seen_at = d.seen_at ORDER BY 1)"
-        "   = dedup_simhash_band_keys(d.simhash),"
+        "   = dedup_simhash_band_keys(d.simhash)"
+        " AND ARRAY(SELECT b.tail FROM document_simhash_bands b"
+        "        WHERE b.doc_id = d.doc_id AND b.seen_at = d.seen_at ORDER BY b.band_key)"
+        "   = ARRAY(SELECT dedup_simhash_tail(d.simhash, b) FROM generate_series(0, 3) b),"
         " (SELECT count(*) FROM document_clauses c"
         "   WHERE c.doc_id = d.doc_id AND c.seen_at = d.seen_at) BETWEEN 1 AND d.clause_count,"
         " dedup_minhash_values(m.signature), dedup_minhash_bands(m.signature)"

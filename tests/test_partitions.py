@@ -271,6 +271,54 @@ def test_simhash_bands_move_into_their_lookup_table_and_back(dd, dsn, sina):
         assert verdicts(new) == expected
 
 
+def test_simhash_band_rows_get_their_tails_on_upgrade_and_lose_them_on_downgrade(dd, dsn, sina):
+    """Revision 0067 gives every stored band row its tail and indexes (band_key,
+    tail) INCLUDE (seen_at); its downgrade restores the index that carried
+    simhash and doc_id. One-character edits get the same verdicts from the
+    SimHash layer at 0066, at 0067, and at 0067 after an upgrade."""
+    from dedup_pg import database
+
+    docs = [
+        {**{k: a[k] for k in ("id", "title", "body")}, "seen_at": NOW - timedelta(days=i % 9)}
+        for i, a in enumerate(sina[40:64])
+    ]
+    list(dd.ingest_many(docs))
+    edits = [{**d, "id": f"edit-{d['id']}", "body": d["body"].replace("的", "之", 1)} for d in docs]
+
+    def verdicts(deduper):
+        return sorted((v.verdict, v.layer, v.matched_id) for v in deduper.check_many(edits))
+
+    def index(conn):
+        return conn.execute(
+            "SELECT pg_get_indexdef('document_simhash_bands_key_idx'::regclass)"
+        ).fetchone()[0]
+
+    expected = verdicts(dd)
+    assert sum(layer == "simhash" for _, layer, _ in expected) >= 20
+    database.downgrade(dsn, "0066")
+    with Deduper(dsn, migrate=False) as old:
+        assert "INCLUDE (simhash, seen_at, doc_id)" in index(old.conn)
+        assert (
+            old.conn.execute(
+                "SELECT count(*) FROM information_schema.columns"
+                " WHERE table_name = 'document_simhash_bands' AND column_name = 'tail'"
+            ).fetchone()[0]
+            == 0
+        )
+        assert verdicts(old) == expected
+        list(old.ingest_many([{**sina[70], "seen_at": NOW}]))  # stored without a tail
+    database.migrate(dsn)
+    with Deduper(dsn, migrate=False) as new:
+        assert "(band_key, tail) INCLUDE (seen_at)" in index(new.conn)
+        rows = new.conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE b.tail = dedup_simhash_tail(d.simhash,"
+            " b.band_key >> 16) AND b.simhash = d.simhash)"
+            " FROM document_simhash_bands b JOIN documents d USING (doc_id, seen_at)"
+        ).fetchone()
+        assert rows == (4 * (len(docs) + 1), 4 * (len(docs) + 1))
+        assert verdicts(new) == expected
+
+
 def test_ingest_runs_with_generic_plans(dd):
     # custom plans re-plan each statement over every day partition in the window
     config = dd.conn.execute(

@@ -163,22 +163,31 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- SimHash: one row per band of every stored document (band_key = band number
--- << 16 | the band's 16 bits). The index carries the whole simhash, so a probe
--- computes distances from the index alone: one index scan of one or two week
--- partitions. It replaced four band indexes on documents, whose probe was four
--- index scans per day partition (32 at 8 days): at 1M documents over 8 days
--- ingest ran at 58% of its first 100k's speed with nothing read from outside
--- shared_buffers (bench/growth.py, BENCHMARKS.md).
+-- << 16 | the band's 16 bits; tail = the next two bands' 32 bits,
+-- dedup_simhash_tail). The index holds band_key, tail and seen_at: a probe
+-- reads the entries of its band keys in the window's one or two week
+-- partitions and keeps, from the index alone, those whose band and tail are
+-- within distance (48 of the 64 bits, a lower bound of the distance); it
+-- reads the rows of those few for the whole simhash. Until revision 0066 the
+-- index carried simhash, seen_at and doc_id (44 bytes an entry against 28):
+-- the same entries, and a row read for none of them. It replaced four band
+-- indexes on documents, whose probe was four index scans per day partition
+-- (32 at 8 days): at 1M documents over 8 days ingest ran at 58% of its first
+-- 100k's speed with nothing read from outside shared_buffers
+-- (bench/growth.py, BENCHMARKS.md).
 CREATE TABLE document_simhash_bands (
     band_key integer NOT NULL,
     simhash  bigint NOT NULL,
     doc_id   bigint NOT NULL,
-    seen_at  timestamptz NOT NULL
+    seen_at  timestamptz NOT NULL,
+    tail     integer NOT NULL
 ) PARTITION BY RANGE (seen_at);
-CREATE INDEX document_simhash_bands_key_idx ON document_simhash_bands (band_key) INCLUDE (simhash, seen_at, doc_id);
+CREATE INDEX document_simhash_bands_key_idx ON document_simhash_bands (band_key, tail) INCLUDE (seen_at);
 CREATE INDEX document_simhash_bands_doc_id_idx ON document_simhash_bands USING brin (doc_id);
 COMMENT ON TABLE document_simhash_bands IS
-    'SimHash bands of stored documents (4 per document: band_key = band number << 16 | its 16 bits, see dedup_simhash_band_keys): the SimHash layer''s candidate lookup; partitioned by ISO week';
+    'SimHash bands of stored documents (4 per document: band_key = band number << 16 | its 16 bits, see dedup_simhash_band_keys; tail = the next two bands, see dedup_simhash_tail): the SimHash layer''s candidate lookup; partitioned by ISO week';
+COMMENT ON COLUMN document_simhash_bands.tail IS
+    'the 32 bits of simhash after the band''s (bands b+1 and b+2, mod 4: dedup_simhash_tail(simhash, b)) as a signed integer: a probe tells from the index alone which entries are within distance';
 
 -- The 16 band keys of a MinHash signature (document_minhash_bands.signature):
 -- band b is values 3b+1 .. 3b+3, the signature's bits 48b to 48b+47, read as
@@ -347,6 +356,22 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                  65536 | ((p_simhash >> 16) & 65535)::integer,
                  131072 | ((p_simhash >> 32) & 65535)::integer,
                  196608 | ((p_simhash >> 48) & 65535)::integer]
+$$;
+
+-- The tail of band p_band (0-3) of a signed 64-bit SimHash: the next two
+-- bands' bits as one signed 32-bit integer, band p_band + 1 (mod 4) in the
+-- low 16 bits and band p_band + 2 (mod 4) in the high 16
+-- (document_simhash_bands.tail). A band key and its tail are 48 of the 64
+-- bits: their distance to another's is a lower bound of the two simhashes'
+-- distance. One SELECT without FROM, inlined where it is called. No array
+-- (one element of an array of the four, in an UPDATE of every shard, brought
+-- a Citus 13 coordinator down).
+CREATE FUNCTION dedup_simhash_tail(p_simhash bigint, p_band integer)
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT (((p_simhash >> (16 * ((p_band + 1) % 4))) & 65535)
+            + (((p_simhash >> (16 * ((p_band + 2) % 4))) & 65535) << 16)
+            - (((p_simhash >> (16 * ((p_band + 2) % 4) + 15)) & 1) << 32))::integer
 $$;
 
 -- The band keys of a signed 64-bit SimHash, each band's value within p_radius

@@ -60,8 +60,8 @@ LANGUAGE sql AS $$
     SELECT p_doc_id, p_item.seen_at, x.signature
       FROM (SELECT coalesce(p_item.signature, dedup_minhash_bits(p_item.minhash)) AS signature) x
      WHERE x.signature IS NOT NULL;
-    INSERT INTO document_simhash_bands (band_key, simhash, doc_id, seen_at)
-    SELECT k, p_item.simhash, p_doc_id, p_item.seen_at
+    INSERT INTO document_simhash_bands (band_key, tail, simhash, doc_id, seen_at)
+    SELECT k, dedup_simhash_tail(p_item.simhash, k >> 16), p_item.simhash, p_doc_id, p_item.seen_at
       FROM unnest(dedup_simhash_bands(p_item.simhash)) k;
 $$;
 
@@ -349,6 +349,8 @@ DECLARE
     v_w_body text;
     v_folded text;  -- the incoming body as dedup_folded_body makes it
     v_sh_keys integer[];
+    v_sh_near integer[];  -- the band keys and tails found within distance
+    v_sh_near_tails integer[];
     v_taken integer;
     v_row record;
     -- the best match (m_) and the best review-band match (r_) so far
@@ -570,45 +572,55 @@ BEGIN
             v_probe_max := CASE WHEN v_mode = 'gated' THEN greatest(v_review_dist, v_gate_dist)
                                 ELSE v_review_dist END;
             v_taken := 0;  -- candidates taken so far; the first decides
-            FOR v_cand IN
-            -- One index-only scan of document_simhash_bands (its index carries
-            -- the simhash): distances come from the index; only the few
-            -- candidates within distance are looked up in documents, by key.
-            SELECT c.doc_id, c.seen_at, c.dist
-              FROM (SELECT DISTINCT b.doc_id, b.seen_at, bit_count((b.simhash # it.simhash)::bit(64))::integer AS dist
-                      FROM document_simhash_bands b
-                     WHERE b.band_key = ANY (v_sh_keys) AND b.seen_at BETWEEN v_lo AND v_hi) c
-             WHERE c.dist <= v_probe_max
-             ORDER BY c.dist, c.seen_at, c.doc_id
-            LOOP
-            SELECT d.external_id, d.clause_count, d.content_sha1, d.clauses INTO v_row
-              FROM documents d WHERE d.doc_id = v_cand.doc_id AND d.seen_at = v_cand.seen_at;
-            CONTINUE WHEN NOT FOUND OR dedup_pair_whitelisted(v_sha1, v_row.content_sha1);
-            IF v_mode = 'gated' AND v_cand.dist <= v_gate_dist THEN
-                v_gate := v_gate || v_cand.doc_id;
-            END IF;
-            IF v_taken = 0 AND v_cand.dist <= v_review_dist THEN
-                v_to_review := v_cand.dist > v_dup_dist;
-                v_stored_n := v_row.clause_count - v_n_boiler;
-                IF NOT v_to_review AND v_n_item >= 5 AND v_stored_n >= 5 THEN
-                    -- Same vocabulary is not the same text: long texts must also
-                    -- share some clauses (two pieces of one series by one author
-                    -- can sit 3 bits apart with no sentence in common).
-                    v_shared := dedup_found_shared(v_useful, v_row.clauses, v_cont_docs, v_cont_rows,
-                                                   v_cand.doc_id);
-                    v_to_review := v_shared < v_sim_overlap * least(v_n_item, v_stored_n);
+            -- An index-only scan of document_simhash_bands: the entries of
+            -- the keys whose band and tail (48 of the 64 bits) are within
+            -- distance. Most texts have none, and read no row.
+            SELECT array_agg(b.band_key), array_agg(b.tail) INTO v_sh_near, v_sh_near_tails
+              FROM document_simhash_bands b
+             WHERE b.band_key = ANY (v_sh_keys) AND b.seen_at BETWEEN v_lo AND v_hi
+               AND bit_count((b.tail # dedup_simhash_tail(it.simhash, b.band_key >> 16))::bit(32))
+                   <= v_probe_max;
+            -- the rows of those entries, for the whole simhash; only the few
+            -- candidates within distance are looked up in documents, by key
+            IF v_sh_near IS NOT NULL THEN
+                FOR v_cand IN
+                SELECT c.doc_id, c.seen_at, c.dist
+                  FROM (SELECT DISTINCT b.doc_id, b.seen_at, bit_count((b.simhash # it.simhash)::bit(64))::integer AS dist
+                          FROM document_simhash_bands b
+                         WHERE b.band_key = ANY (v_sh_near) AND b.tail = ANY (v_sh_near_tails)
+                           AND b.seen_at BETWEEN v_lo AND v_hi) c
+                 WHERE c.dist <= v_probe_max
+                 ORDER BY c.dist, c.seen_at, c.doc_id
+                LOOP
+                SELECT d.external_id, d.clause_count, d.content_sha1, d.clauses INTO v_row
+                  FROM documents d WHERE d.doc_id = v_cand.doc_id AND d.seen_at = v_cand.seen_at;
+                CONTINUE WHEN NOT FOUND OR dedup_pair_whitelisted(v_sha1, v_row.content_sha1);
+                IF v_mode = 'gated' AND v_cand.dist <= v_gate_dist THEN
+                    v_gate := v_gate || v_cand.doc_id;
                 END IF;
-                IF v_to_review THEN
-                    r_doc_id := v_cand.doc_id; r_seen_at := v_cand.seen_at; r_ext := v_row.external_id;
-                    r_layer := 'simhash'; r_score := 1.0 - v_cand.dist / 64.0; r_dist := v_cand.dist;
-                ELSE
-                    m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_row.external_id;
-                    m_layer := 'simhash'; m_score := 1.0 - v_cand.dist / 64.0; m_dist := v_cand.dist;
+                IF v_taken = 0 AND v_cand.dist <= v_review_dist THEN
+                    v_to_review := v_cand.dist > v_dup_dist;
+                    v_stored_n := v_row.clause_count - v_n_boiler;
+                    IF NOT v_to_review AND v_n_item >= 5 AND v_stored_n >= 5 THEN
+                        -- Same vocabulary is not the same text: long texts must also
+                        -- share some clauses (two pieces of one series by one author
+                        -- can sit 3 bits apart with no sentence in common).
+                        v_shared := dedup_found_shared(v_useful, v_row.clauses, v_cont_docs, v_cont_rows,
+                                                       v_cand.doc_id);
+                        v_to_review := v_shared < v_sim_overlap * least(v_n_item, v_stored_n);
+                    END IF;
+                    IF v_to_review THEN
+                        r_doc_id := v_cand.doc_id; r_seen_at := v_cand.seen_at; r_ext := v_row.external_id;
+                        r_layer := 'simhash'; r_score := 1.0 - v_cand.dist / 64.0; r_dist := v_cand.dist;
+                    ELSE
+                        m_doc_id := v_cand.doc_id; m_seen_at := v_cand.seen_at; m_ext := v_row.external_id;
+                        m_layer := 'simhash'; m_score := 1.0 - v_cand.dist / 64.0; m_dist := v_cand.dist;
+                    END IF;
                 END IF;
+                v_taken := v_taken + 1;
+                EXIT WHEN v_taken >= 5;
+                END LOOP;
             END IF;
-            v_taken := v_taken + 1;
-            EXIT WHEN v_taken >= 5;
-            END LOOP;
         END IF;
 
         -- Containment layer: clauses (boilerplate left out) shared with a stored

@@ -143,8 +143,8 @@ BEGIN
     v_ids := ARRAY(SELECT r.doc_id FROM dedup_refp r WHERE r.simhash IS DISTINCT FROM r.old_simhash);
     DELETE FROM document_simhash_bands b
      WHERE b.seen_at BETWEEN v_lo AND v_hi AND b.doc_id = ANY (v_ids);
-    INSERT INTO document_simhash_bands (band_key, simhash, doc_id, seen_at)
-    SELECT k, r.simhash, r.doc_id, r.seen_at
+    INSERT INTO document_simhash_bands (band_key, tail, simhash, doc_id, seen_at)
+    SELECT k, dedup_simhash_tail(r.simhash, k >> 16), r.simhash, r.doc_id, r.seen_at
       FROM dedup_refp r, unnest(dedup_simhash_bands(r.simhash)) k
      WHERE r.simhash IS DISTINCT FROM r.old_simhash;
     FOR v_row IN SELECT * FROM dedup_refp LOOP
