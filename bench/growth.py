@@ -1437,7 +1437,8 @@ def extrapolation(ctx: dict) -> list[str]:
         "GiB**.",
         "",
         f"**Memory**: every check probes, at random keys, the SimHash band index (its entries "
-        f"carry the simhash: index-only), the MinHash GIN index and the clause index of each "
+        f"carry 48 of the simhash's bits: index-only but for the entries within distance), the "
+        f"MinHash GIN index and the clause index of each "
         f"week partition in the window, the digest key and `documents`' doc_id index, and "
         f"reads the `documents` rows of its few candidates: ~{gib(hot * f)} GiB is touched at "
         f"random, and should be in "
