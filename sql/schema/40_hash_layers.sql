@@ -170,7 +170,13 @@ $$;
 -- within distance (48 of the 64 bits, a lower bound of the distance); it
 -- reads the rows of those few for the whole simhash. Until revision 0066 the
 -- index carried simhash, seen_at and doc_id (44 bytes an entry against 28):
--- the same entries, and a row read for none of them. It replaced four band
+-- the same entries, and a row read for none of them. One cost came with the
+-- key: an index-only scan checks the visibility map page of each entry's row,
+-- and entries of one band_key are now in tail order, not row order, so the
+-- scan switches map pages at nearly every entry once a week partition's rows
+-- span several (~255 MB of heap each): 521 buffer hits a probe at 10M
+-- documents against 59, 40% more backend CPU a probe (BENCHMARKS.md, revision
+-- 0067); at 1M documents a week, one or two. It replaced four band
 -- indexes on documents, whose probe was four index scans per day partition
 -- (32 at 8 days): at 1M documents over 8 days ingest ran at 58% of its first
 -- 100k's speed with nothing read from outside shared_buffers
