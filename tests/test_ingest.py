@@ -27,6 +27,29 @@ def _count(dd, sql, *params):
     return dd.conn.execute(sql, params).fetchone()[0]
 
 
+def _plan_of(dd, select, values):
+    """EXPLAIN VERBOSE of ``select`` over ``unnest(values) v``, as one string."""
+    sql = f"EXPLAIN VERBOSE SELECT {select} FROM unnest(%s::bigint[]) v"
+    return "\n".join(r[0] for r in dd.conn.execute(sql, [values]))
+
+
+def _log_plans(dd, analyze=False):
+    """Every statement's plan, nested ones included (auto_explain, as notices),
+    appended to the list returned, from now on in this session."""
+    plans = []
+    dd.conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+    dd.conn.execute("LOAD 'auto_explain'")
+    for setting in (
+        "auto_explain.log_min_duration = 0",
+        f"auto_explain.log_analyze = {'on' if analyze else 'off'}",
+        "auto_explain.log_nested_statements = on",
+        "auto_explain.log_level = notice",
+        "client_min_messages = notice",
+    ):
+        dd.conn.execute(f"SET {setting}")
+    return plans
+
+
 def test_new_then_exact_duplicate_is_a_sighting_not_a_document(dd, sina):
     first = dd.ingest(_article(sina, 0))
     assert first.verdict == "new" and first.doc_id is not None and first.layer is None
@@ -249,13 +272,7 @@ def test_simhash_bands_are_the_band_keys_at_radius_0_and_inlined(dd):
         [values],
     ).fetchall()
     assert unequal == []
-    plan = "\n".join(
-        r[0]
-        for r in dd.conn.execute(
-            "EXPLAIN VERBOSE SELECT dedup_simhash_bands(v) FROM unnest(%s::bigint[]) v",
-            [values[:3]],
-        )
-    )
+    plan = _plan_of(dd, "dedup_simhash_bands(v)", values[:3])
     assert "dedup_simhash_bands" not in plan and "65535" in plan, plan
 
 
@@ -276,13 +293,7 @@ def test_simhash_tail_is_the_next_two_bands_and_inlined(dd):
         for b in range(4):
             bands = simhash.bands(u)
             assert simhash.tail(u, b) % 2**32 == bands[(b + 1) % 4] | bands[(b + 2) % 4] << 16
-    plan = "\n".join(
-        r[0]
-        for r in dd.conn.execute(
-            "EXPLAIN VERBOSE SELECT dedup_simhash_tail(v, 2) FROM unnest(%s::bigint[]) v",
-            [values[:3]],
-        )
-    )
+    plan = _plan_of(dd, "dedup_simhash_tail(v, 2)", values[:3])
     assert "dedup_simhash_tail" not in plan and "65535" in plan, plan
 
 
@@ -300,17 +311,7 @@ def test_the_simhash_probe_reads_rows_only_for_entries_within_distance(dd, sina)
         for a in originals[:10]
     ]
     unrelated = [{**_article(sina, 400 + k), "id": f"other-{k}"} for k in range(10)]
-    plans = []
-    dd.conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
-    dd.conn.execute("LOAD 'auto_explain'")
-    for setting in (
-        "auto_explain.log_min_duration = 0",
-        "auto_explain.log_analyze = on",
-        "auto_explain.log_nested_statements = on",
-        "auto_explain.log_level = notice",
-        "client_min_messages = notice",
-    ):
-        dd.conn.execute(f"SET {setting}")
+    plans = _log_plans(dd, analyze=True)
 
     def probe(items):
         plans.clear()
@@ -852,16 +853,7 @@ def test_a_new_day_partition_is_read_by_key_before_its_first_analyze(dd, sina):
             copies.append({**a, "id": "copy-" + a["id"], "body": "".join(kept)})
     copies = copies[:20]
     assert len(copies) == 20
-    plans = []
-    dd.conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
-    dd.conn.execute("LOAD 'auto_explain'")
-    for setting in (
-        "auto_explain.log_min_duration = 0",
-        "auto_explain.log_nested_statements = on",
-        "auto_explain.log_level = notice",
-        "client_min_messages = notice",
-    ):
-        dd.conn.execute(f"SET {setting}")
+    plans = _log_plans(dd)
     verdicts = dd.check_many(copies)
     dd.conn.execute("RESET client_min_messages")
     assert sum(v.layer == "containment" for v in verdicts) >= 10, verdicts
