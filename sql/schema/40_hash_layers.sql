@@ -168,7 +168,7 @@ $$;
 -- reads the entries of its band keys in the window's one or two week
 -- partitions and keeps, from the index alone, those whose band and tail are
 -- within distance (48 of the 64 bits, a lower bound of the distance); it
--- reads the rows of those few for the whole simhash. Until revision 0066 the
+-- reads the rows of those few for the whole simhash. Until revision 0067 the
 -- index carried simhash, seen_at and doc_id (44 bytes an entry against 28):
 -- the same entries, and a row read for none of them. One cost came with the
 -- key: an index-only scan checks the visibility map page of each entry's row,
