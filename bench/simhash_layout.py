@@ -57,7 +57,7 @@ from common import (  # noqa: E402
     scratch_dir,
 )
 
-from dedup_pg import Deduper  # noqa: E402
+from dedup_pg import Deduper, simhash  # noqa: E402
 from dedup_pg.database import start_embedded  # noqa: E402
 from dedup_pg.fingerprint import fingerprint  # noqa: E402
 from dedup_pg.normalize import NormalizeOptions  # noqa: E402
@@ -106,13 +106,14 @@ PROBE = {
     " WHERE dedup_simhash_bands(b.simhash) && {keys}"
     " AND b.seen_at BETWEEN %(lo)s::timestamptz AND %(hi)s::timestamptz) c WHERE c.dist <= 6",
     # two statements: the index alone finds the entries whose band key and 32
-    # more bits are within distance (a lower bound), then the rows of those
-    # few are read for the whole simhash
+    # more bits are within distance (a lower bound; the text's four tails
+    # computed once, as dedup_ingest does), then the rows of those few are read
+    # for the whole simhash
     "rows_a_band_tail": (
         "SELECT array_agg(c.band_key), array_agg(c.tail) FROM rows_a_band_tail c"
         " WHERE c.band_key = ANY ({keys})"
         " AND c.seen_at BETWEEN %(lo)s::timestamptz AND %(hi)s::timestamptz"
-        " AND bit_count((c.tail # dedup_simhash_tail(%(h)s::bigint, c.band_key >> 16))::bit(32))"
+        " AND bit_count((c.tail # (%(tails)s::integer[])[(c.band_key >> 16) + 1])::bit(32))"
         " <= 6",
         "SELECT count(*) FROM (SELECT DISTINCT b.doc_id, b.seen_at,"
         " bit_count((b.simhash # %(h)s::bigint)::bit(64))::integer AS dist FROM rows_a_band_tail b"
@@ -185,7 +186,10 @@ def main() -> None:
         def run(probe: str | tuple[str, str], radius: int, p: dict) -> int:
             if isinstance(probe, str):
                 return c.execute(probe.format(keys=KEYS[radius]), p, prepare=True).fetchone()[0]
-            keys, tails = c.execute(probe[0].format(keys=KEYS[radius]), p, prepare=True).fetchone()
+            own = [simhash.tail(p["h"] % 2**64, b) for b in range(simhash.BANDS)]
+            keys, tails = c.execute(
+                probe[0].format(keys=KEYS[radius]), {**p, "tails": own}, prepare=True
+            ).fetchone()
             if keys is None:
                 return 0
             return c.execute(

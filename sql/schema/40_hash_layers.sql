@@ -175,8 +175,8 @@ $$;
 -- and entries of one band_key are now in tail order, not row order, so the
 -- scan switches map pages at nearly every entry once a week partition's rows
 -- span several (~255 MB of heap each): 521 buffer hits a probe at 10M
--- documents against 59, 40% more backend CPU a probe (BENCHMARKS.md, revision
--- 0067); at 1M documents a week, one or two. It replaced four band
+-- documents against 59 (BENCHMARKS.md, revision 0067); at 1M documents a
+-- week, one or two. It replaced four band
 -- indexes on documents, whose probe was four index scans per day partition
 -- (32 at 8 days): at 1M documents over 8 days ingest ran at 58% of its first
 -- 100k's speed with nothing read from outside shared_buffers
