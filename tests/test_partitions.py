@@ -319,6 +319,53 @@ def test_simhash_band_rows_get_their_tails_on_upgrade_and_lose_them_on_downgrade
         assert verdicts(new) == expected
 
 
+VACUUMED_EVERY = [
+    "autovacuum_vacuum_insert_threshold=20000",
+    "autovacuum_vacuum_insert_scale_factor=0",
+]
+
+
+def _partition_options(conn) -> dict[str, list[str] | None]:
+    """Each lookup week partition's storage settings, by table."""
+    rows = conn.execute(
+        "SELECT p.relname, c.reloptions FROM pg_inherits i"
+        " JOIN pg_class p ON p.oid = i.inhparent JOIN pg_class c ON c.oid = i.inhrelid"
+        " WHERE p.relname = ANY (%s)",
+        [list(WEEKLY)],
+    ).fetchall()
+    out: dict[str, list] = {}
+    for table, options in rows:
+        out.setdefault(table, []).append(options)
+    return out
+
+
+def test_simhash_band_partitions_are_vacuumed_every_20000_rows(dd, dsn):
+    """Revision 0068: the SimHash probe is an index-only scan, so its week
+    partitions are vacuumed (their pages marked all-visible) after every 20,000
+    rows, those that exist on upgrade and those created after; the downgrade
+    takes the settings off again. The other tables keep the defaults."""
+    from dedup_pg import database
+
+    ensure(dd.conn, 9)
+    options = _partition_options(dd.conn)
+    assert len(options["document_simhash_bands"]) >= 2
+    assert all(o == VACUUMED_EVERY for o in options["document_simhash_bands"])
+    assert all(o is None for t in WEEKLY[:2] for o in options[t])
+    database.downgrade(dsn, "0067")
+    with psycopg.connect(dsn) as conn:
+        options = _partition_options(conn)
+        assert all(o is None for t in WEEKLY for o in options[t])
+        conn.execute("SELECT dedup_ensure_partitions(current_date + 20, current_date + 20)")
+        conn.commit()
+        before = len(_partition_options(conn)["document_simhash_bands"])
+    database.migrate(dsn)
+    with psycopg.connect(dsn) as conn:
+        options = _partition_options(conn)
+        assert len(options["document_simhash_bands"]) == before  # those made at 0067 too
+        assert all(o == VACUUMED_EVERY for o in options["document_simhash_bands"])
+        assert all(o is None for t in WEEKLY[:2] for o in options[t])
+
+
 def test_ingest_runs_with_generic_plans(dd):
     # custom plans re-plan each statement over every day partition in the window
     config = dd.conn.execute(
