@@ -9,15 +9,14 @@
 -- only grows after its rows grew by a fifth (autovacuum_vacuum_insert_scale_factor
 -- 0.2), so the rows written since, up to a sixth of a week partition, cost
 -- the probe a heap read for each of their entries it meets: a text's four
--- band keys meet ~600 entries at 10M documents a week. In the 10M run of stop
--- 58 these were 3,275 of the 9,839 blocks 200 checks read from outside
--- shared_buffers (bench/results/ten_million_0067.md), with 30,000 documents
--- written since the last vacuum; a partition that had grown by a sixth
--- would cost ~100 a probe. A week partition of document_simhash_bands is now
--- vacuumed after every 20,000 rows (5,000 documents; in practice at most
--- once an autovacuum_naptime, a minute by default): such a vacuum reads the
--- pages written since the last one, and the btree's cleanup does not scan an
--- index no row was deleted from. Measured numbers: BENCHMARKS.md, revision
+-- band keys meet ~670 entries at 10M documents a week. On the 10M store
+-- (305 of the big week partition's 318,221 pages unmarked), 20 probes read
+-- 476-706 entries and fetched 0-3 heap rows each: a probe's heap fetches are
+-- its entries times the unmarked share, so ~110 at a sixth. A week partition
+-- of document_simhash_bands is now vacuumed after every 20,000 rows (5,000
+-- documents; in practice at most once an autovacuum_naptime, a minute by
+-- default): such a vacuum reads the pages written since the last one, and
+-- the btree's cleanup does not scan an index no row was deleted from. Measured numbers: BENCHMARKS.md, revision
 -- 0068.
 --
 -- The week partitions that exist get the same settings; dedup_ensure_partitions
