@@ -515,9 +515,9 @@ def band_candidates(dd: Deduper, rows: list[dict]) -> dict:
     """The SimHash band entries of the window a probe of each prepared item
     (``prepare_batch`` rows) reads, on average: at radius 0 (``band_rows``,
     the default distances) and 1 (``r1_rows``, 17 keys a band). Counted from
-    the index, apart from the checks: at 10M documents a radius-1 count reads ~10,000 entries and ~100
-    blocks, more than a check does (bench/ten_million.py counts a check's
-    block reads without them)."""
+    the index, apart from the checks: at 10M documents a radius-1 count reads
+    ~10,000 entries and ~100 blocks, more than a check does
+    (bench/ten_million.py counts a check's block reads without them)."""
     now = datetime.now(timezone.utc)
     counts: dict[int, list[int]] = {0: [], 1: []}
     for row in rows:

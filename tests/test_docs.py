@@ -154,3 +154,21 @@ def test_compose_runs_the_postgresql_major_the_tests_run_on(dsn):
     with psycopg.connect(dsn) as conn:
         major = conn.info.server_version // 10000
     assert images == [str(major)]
+
+
+def test_simhash_band_vacuum_threshold_is_the_partitions(dsn):
+    """The rows after which the README says a SimHash band partition is vacuumed
+    are the threshold dedup_ensure_partitions gives a new partition."""
+    (quoted,) = re.findall(
+        r"vacuumed\s+by\s+autovacuum\s+after\s+every\s+([\d,]+)\s+rows\s+inserted", readme()
+    )
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT dedup_ensure_partitions(current_date, current_date)")
+        (options,) = conn.execute(
+            "SELECT c.reloptions FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+            " WHERE i.inhparent = 'document_simhash_bands'::regclass LIMIT 1"
+        ).fetchone()
+        conn.rollback()
+    settings = dict(o.split("=") for o in options)
+    assert settings["autovacuum_vacuum_insert_threshold"] == quoted.replace(",", "")
+    assert settings["autovacuum_vacuum_insert_scale_factor"] == "0"

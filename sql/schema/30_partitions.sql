@@ -20,10 +20,10 @@
 -- fifth (the default): the SimHash probe is an index-only scan (revision
 -- 0067), and an entry whose heap page is not yet marked all-visible in the
 -- visibility map, which only VACUUM does, costs the probe a read of that
--- page. A text's four band keys meet ~600 entries at 10M documents a week,
+-- page. A text's four band keys meet ~670 entries at 10M documents a week,
 -- nearly all unrelated, so under the default up to a sixth of them (the rows
--- written since the last vacuum) were heap reads; such a vacuum reads only the
--- pages written since the last one (revision 0068).
+-- written since the last vacuum) could each cost a heap read; such a vacuum
+-- reads only the pages written since the last one (revision 0068).
 
 -- Create the partitions that hold p_from .. p_to: a day partition of each
 -- day-partitioned table per day, and the week partitions of the lookup tables.
