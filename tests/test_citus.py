@@ -81,6 +81,39 @@ def _shard_rows(dsn: str, table: str) -> dict[str, int]:
     return {node: int(n) for node, n in rows}
 
 
+def _simhash_band_shard_options(dsn: str) -> list[tuple[str, str]]:
+    """(partition, its shard's reloptions) for every shard of every week
+    partition of document_simhash_bands, read on the workers."""
+    out = []
+    with psycopg.connect(dsn) as conn:
+        parts = conn.execute(
+            "SELECT inhrelid::regclass::text FROM pg_inherits"
+            " WHERE inhparent = 'document_simhash_bands'::regclass"
+        ).fetchall()
+        for (part,) in parts:
+            out += conn.execute(
+                "SELECT %s, r.result FROM run_command_on_shards(%s,"
+                " $$SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class"
+                " WHERE oid = '%%s'::regclass$$) r",
+                [part, part],
+            ).fetchall()
+    return out
+
+
+VACUUMED_EVERY = "autovacuum_vacuum_insert_threshold=20000,autovacuum_vacuum_insert_scale_factor=0"
+
+
+def test_simhash_band_shards_are_vacuumed_every_20000_rows(citus_dsn):
+    """Revision 0068's settings reach the workers: autovacuum runs there, on
+    the shards of each SimHash band week partition."""
+    with psycopg.connect(citus_dsn) as conn:
+        conn.execute("SELECT dedup_ensure_partitions(current_date - 7, current_date)")
+        conn.commit()
+    shards = _simhash_band_shard_options(citus_dsn)
+    assert len({part for part, _ in shards}) >= 2 and len(shards) >= 2 * 2
+    assert all(options == VACUUMED_EVERY for _, options in shards), shards
+
+
 def test_init_distributes_the_schema(citus_cluster, citus_dsn):
     with psycopg.connect(citus_dsn) as conn:
         rows = conn.execute(
@@ -736,8 +769,13 @@ def test_a_cluster_database_is_upgraded_through_the_revisions(citus_cluster, cit
     seed(citus_dsn, sina)
     database.downgrade(citus_dsn, start)
     assert database.current_revision(citus_dsn) == start
+    # 0068's downgrade took its settings off every shard
+    assert all(options == "" for _, options in _simhash_band_shard_options(citus_dsn))
     database.migrate(citus_dsn)
     assert database.current_revision(citus_dsn) == database.shipped_head()
+    # the partitions seed() made before 0068 got its settings on every shard
+    shards = _simhash_band_shard_options(citus_dsn)
+    assert shards and all(options == VACUUMED_EVERY for _, options in shards), shards
     with psycopg.connect(citus_dsn) as conn:  # 0026 cut the values, 0049 the keys
         rows = conn.execute(
             "SELECT b.doc_id, dedup_minhash_values(b.signature), dedup_minhash_bands(b.signature)"
