@@ -62,17 +62,50 @@ from dedup_pg.normalize import NormalizeOptions
 RESULTS = ROOT / "bench" / "results" / "candidate_recall.md"
 
 
-def label(layout: tuple[int, int]) -> str:
-    """``16x3``, marked when it is the layout in force (dedup_minhash_bands)."""
-    bands, rows = layout
-    return f"{bands}x{rows}" + (
-        " (in force)" if layout == (minhash.BANDS, minhash.BAND_ROWS) else ""
+#: A layout is a tuple of (bands, rows) groups, cut from the signature in turn:
+#: ((10, 3), (2, 2)) is 10 bands of 3 values (values 1-30) then 2 of 2 (31-34).
+Layout = tuple[tuple[int, int], ...]
+
+
+def label(layout: Layout) -> str:
+    """``16x3`` or ``10x3+2x2``, marked when it is the layout in force."""
+    return "+".join(f"{b}x{r}" for b, r in layout) + (
+        " (in force)" if layout == ((minhash.BANDS, minhash.BAND_ROWS),) else ""
     )
 
 
-#: (bands, rows): the layout of revisions 0008 to 0020 first (the GIN bytes
-#: below scale its measured 1,248); the one in force is minhash.BANDS x BAND_ROWS
-LAYOUTS = [(32, 4), (24, 4), (16, 4), (21, 3), (16, 3), (12, 3), (10, 3), (16, 2), (8, 2), (8, 4)]
+def keys_of(layout: Layout) -> int:
+    return sum(b for b, _ in layout)
+
+
+def spans(layout: Layout) -> list[tuple[int, int]]:
+    """(start, stop) of each band's values in the signature."""
+    out, at = [], 0
+    for bands, rows in layout:
+        for _ in range(bands):
+            out.append((at, at + rows))
+            at += rows
+    return out
+
+
+#: the layout of revisions 0008 to 0020 first (the GIN bytes below scale its
+#: measured 1,248); the one in force is minhash.LAYOUT
+LAYOUTS: list[Layout] = [
+    ((32, 4),),
+    ((24, 4),),
+    ((16, 4),),
+    ((21, 3),),
+    ((16, 3),),
+    ((12, 3),),
+    ((10, 3), (2, 2)),
+    ((11, 3), (1, 2)),
+    ((9, 3), (3, 2)),
+    ((8, 3), (2, 2)),
+    ((10, 3),),
+    ((16, 2),),
+    ((8, 2),),
+    ((8, 4),),
+]
 REVIEW = 0.4
 OPTIONS = NormalizeOptions()
 
@@ -82,22 +115,25 @@ def signature(article: dict) -> np.ndarray | None:
     return None if fp.minhash is None else np.array(fp.minhash, dtype=np.int32)
 
 
-def band_keys(sig: np.ndarray, bands: int, rows: int) -> list[bytes]:
-    # a band key is its position and its values (the engine hashes both, per band)
-    return [bytes([b]) + sig[b * rows : (b + 1) * rows].tobytes() for b in range(bands)]
+def band_keys(sig: np.ndarray, layout: Layout) -> list[bytes]:
+    # a band key is its position and its values (as the engine's key is)
+    return [bytes([b]) + sig[lo:hi].tobytes() for b, (lo, hi) in enumerate(spans(layout))]
 
 
-def shares_band(a: np.ndarray, b: np.ndarray, bands: int, rows: int) -> bool:
-    eq = (a[: bands * rows] == b[: bands * rows]).reshape(bands, rows)
-    return bool(eq.all(axis=1).any())
+def shares_band(a: np.ndarray, b: np.ndarray, layout: Layout) -> bool:
+    eq = a == b
+    return any(bool(eq[lo:hi].all()) for lo, hi in spans(layout))
 
 
 def estimate(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.mean(a == b))
 
 
-def theory(s: float, bands: int, rows: int) -> float:
-    return 1 - (1 - s**rows) ** bands
+def theory(s: float, layout: Layout) -> float:
+    miss = 1.0
+    for bands, rows in layout:
+        miss *= (1 - s**rows) ** bands
+    return 1 - miss
 
 
 def labelled(pairs: list[tuple[dict, dict, dict]]) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -125,25 +161,25 @@ def generated(copies: int, seed: int) -> list[tuple[str, np.ndarray, np.ndarray]
     return out
 
 
-def probe_load(sigs: list[np.ndarray]) -> dict[tuple[int, int], tuple[float, float]]:
-    """(bands, rows) -> (mean candidates a text, mean of those below REVIEW)."""
+def probe_load(sigs: list[np.ndarray]) -> dict[Layout, tuple[float, float]]:
+    """layout -> (mean candidates a text, mean of those below REVIEW)."""
     out = {}
-    for bands, rows in LAYOUTS:
+    for layout in LAYOUTS:
         index: dict[bytes, list[int]] = collections.defaultdict(list)
         for i, s in enumerate(sigs):
-            for key in band_keys(s, bands, rows):
+            for key in band_keys(s, layout):
                 index[key].append(i)
         found = low = 0
         for i, s in enumerate(sigs):
-            cands = {j for key in band_keys(s, bands, rows) for j in index[key] if j != i}
+            cands = {j for key in band_keys(s, layout) for j in index[key] if j != i}
             found += len(cands)
             low += sum(1 for j in cands if estimate(s, sigs[j]) < REVIEW)
-        out[(bands, rows)] = (found / len(sigs), low / len(sigs))
+        out[layout] = (found / len(sigs), low / len(sigs))
     return out
 
 
 def recall_rows(pairs: list[tuple[str, np.ndarray, np.ndarray]]) -> dict[str, dict]:
-    """group -> {'n': pairs at >= REVIEW, (bands, rows): found}."""
+    """group -> {'n': pairs at >= REVIEW, layout: found}."""
     groups: dict[str, dict] = collections.defaultdict(lambda: collections.Counter())
     for group, a, b in pairs:
         if estimate(a, b) < REVIEW:
@@ -151,7 +187,7 @@ def recall_rows(pairs: list[tuple[str, np.ndarray, np.ndarray]]) -> dict[str, di
         for name in (group, "all"):
             groups[name]["n"] += 1
             for layout in LAYOUTS:
-                groups[name][layout] += shares_band(a, b, *layout)
+                groups[name][layout] += shares_band(a, b, layout)
     return groups
 
 
@@ -208,13 +244,14 @@ def main(argv: list[str] | None = None) -> int:
         "| P(band) at J 0.4 / 0.5 / 0.6 |"
     )
     out("|---|---:|---:|---:|---:|---:|---|")
-    for bands, rows in LAYOUTS:
-        found, low = load[(bands, rows)]
-        probs = " / ".join(f"{theory(s, bands, rows):.2f}" for s in (0.4, 0.5, 0.6))
+    for layout in LAYOUTS:
+        found, low = load[layout]
+        bands = keys_of(layout)
+        probs = " / ".join(f"{theory(s, layout):.2f}" for s in (0.4, 0.5, 0.6))
         # a probe meets each stored text below 0.4 with the rate seen here
         rate = low / (len(sigs) - 1)
         out(
-            f"| {label((bands, rows))} | {bands} | {round(1248 * bands / 32):,} | {found:.3f} | "
+            f"| {label(layout)} | {bands} | {round(1248 * bands / 32):,} | {found:.3f} | "
             f"{low:.3f} | {rate * 1e6:.1f} / {rate * 1e7:.0f} | {probs} |"
         )
     out("")
