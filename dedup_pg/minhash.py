@@ -15,11 +15,13 @@ reference the compiled ones are tested against, and the fallback.
 PostgreSQL cuts the signature's first BANDS * BAND_ROWS values into BANDS
 bands of BAND_ROWS values (``dedup_minhash_bands``) kept in
 ``document_minhash_bands``; two texts sharing any band value are compared on
-the whole signature. With 16 bands of 3, a pair at Jaccard 0.5 shares a band
-with probability 0.88, at 0.6 0.98, at 0.4 0.65, at 0.2 0.12 (32 bands of 4,
-before revision 0021: 0.87, 0.99, 0.57, 0.05): the same pairs found at half
-the index entries, and more unrelated candidates to compare
-(bench/candidate_recall.py).
+the whole signature. With 12 bands of 3, a pair at Jaccard 0.5 shares a band
+with probability 0.80, at 0.6 0.95, at 0.4 0.55, at 0.2 0.09 (16 bands of 3,
+revisions 0021 to 0068: 0.88, 0.98, 0.65, 0.12; 32 bands of 4 before: 0.87,
+0.99, 0.57, 0.05), at three quarters of 16's index entries. The other layers
+find most of the pairs 12 bands miss; the verdicts that moved from 16 to 12
+are in BENCHMARKS.md (revision 0069), the pairs found in
+bench/candidate_recall.py.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ VALUE_BITS = 16
 SHINGLE = 5
 #: The band layout of ``dedup_minhash_bands`` (SQL), for tests and benchmarks.
 BAND_ROWS = 3
-BANDS = 16
+BANDS = 12
 #: Texts with fewer distinct 5-grams get no signature. In a short notice one
 #: changed place name or figure is the whole difference, yet it leaves a
 #: Jaccard near 0.7 ("示例市举行新闻发布会..." vs "样本县举行新闻发布会...", 44
@@ -148,7 +150,7 @@ def signature(key: str) -> list[int] | None:
 def band_keys(values: list[int]) -> list[int]:
     """The BANDS band keys PostgreSQL's ``dedup_minhash_bands`` makes of a
     signature of these values (for tests and benchmarks): band b is values
-    3b to 3b+2, 16 bits each, one after the other, with b above them; none
+    3b to 3b+2 (b < BANDS), 16 bits each, one after the other, with b above them; none
     (SQL: NULL) for fewer than BANDS * BAND_ROWS values."""
     if len(values) < BANDS * BAND_ROWS:
         return []

@@ -307,6 +307,80 @@ def test_signatures_of_32_bits_become_their_low_16_on_upgrade(dd, dsn, sina):
         assert (v.verdict, v.layer, v.matched_id) == ("duplicate", "minhash", a["id"]), v
 
 
+def band_key_16(values: list[int], band: int) -> int:
+    """Band ``band`` (0-15) as revisions 0049 to 0068 cut it: bands 0-11 are
+    the keys of today, 12-15 the ones revision 0069 stopped making."""
+    key = band
+    for v in values[3 * band : 3 * band + 3]:
+        key = key << 16 | (v & 0xFFFF)
+    return key
+
+
+def test_bands_12_of_3_find_what_an_index_of_16_holds(dd, dsn, sina):
+    """Revision 0069: 12 band keys a signature, the first 12 of the 16 before.
+    A store indexed under 16 keeps its index (not rebuilt by the upgrade): it
+    holds every key of the 12, so a rewrite of a text stored under 16 is found
+    as before, and its rows still answer for a 13th band's key until the index
+    is rebuilt. New rows get 12 entries. The downgrade rebuilds the index, so
+    a row stored under 12 answers for its 13th to 16th bands again."""
+    from dedup_pg import database
+
+    def found_by_band(conn, band: int, docs: dict) -> list:
+        """The texts whose index entries answer for their band ``band`` (0-15);
+        the index is the only place a 13th band's key can be found."""
+        keys = [band_key_16(values, band) for values in docs.values()]
+        with conn.transaction():
+            conn.execute("SET LOCAL enable_seqscan = off")
+            return (
+                conn.execute(
+                    "SELECT array_agg(d.external_id ORDER BY d.external_id)"
+                    " FROM document_minhash_bands b JOIN documents d USING (doc_id, seen_at)"
+                    " WHERE dedup_minhash_bands(b.signature) && %s",
+                    [keys],
+                ).fetchone()[0]
+                or []
+            )
+
+    first = [a for a in sina[520:600] if len(a["body"]) > 600][:8]
+    list(dd.ingest_many({"id": a["id"], "title": a["title"], "body": a["body"]} for a in first[:4]))
+    stored_12 = dict(dd.conn.execute(VALUES_SQL).fetchall())
+    assert dd.conn.execute(
+        "SELECT DISTINCT cardinality(dedup_minhash_bands(signature)) FROM document_minhash_bands"
+    ).fetchall() == [(12,)]
+    # under 12 keys a row answers for band 11, not for band 12
+    assert found_by_band(dd.conn, 11, stored_12) == sorted(stored_12)
+    assert found_by_band(dd.conn, 12, stored_12) == []
+    dd.close()
+
+    database.downgrade(dsn, "0068")
+    with Deduper(dsn, migrate=False) as old:
+        # rebuilt: the rows stored under 12 answer for bands 12-15 again
+        assert found_by_band(old.conn, 15, stored_12) == sorted(stored_12)
+        list(
+            old.ingest_many(
+                {"id": a["id"], "title": a["title"], "body": a["body"]} for a in first[4:]
+            )
+        )
+        stored_16 = {k: v for k, v in old.conn.execute(VALUES_SQL).fetchall() if k not in stored_12}
+        assert len(stored_16) == 4
+    database.migrate(dsn)
+    with Deduper(dsn, migrate=False) as new:
+        # not rebuilt: the rows of 0068 still hold their 13th band's entry
+        assert found_by_band(new.conn, 12, stored_16) == sorted(stored_16)
+        assert found_by_band(new.conn, 12, stored_12) == sorted(stored_12)
+        rows = new.conn.execute(
+            "SELECT dedup_minhash_values(signature), dedup_minhash_bands(signature)"
+            " FROM document_minhash_bands"
+        ).fetchall()
+        assert len(rows) == 8 and all(keys == minhash.band_keys(v) for v, keys in rows)
+        assert all(len(keys) == minhash.BANDS == 12 for _, keys in rows)
+        # a rewrite of a text stored under 16 is found by the MinHash layer alone
+        a = first[5]
+        copy = {"id": "syn", "title": synonyms(a["title"]), "body": synonyms(a["body"])}
+        v = new.check_many([copy], thresholds=HASHES_OFF)[0]
+        assert (v.verdict, v.layer, v.matched_id) == ("duplicate", "minhash", a["id"]), v
+
+
 def test_facts_become_their_keys_on_upgrade(dd, dsn, sina):
     """Revision 0027: stored facts (text[], as an engine of before it stored
     them) become their keys, computed in SQL as dedup_pg.facts.fact_key

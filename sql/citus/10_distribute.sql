@@ -36,9 +36,9 @@ SELECT create_distributed_table('duplicate_candidates', 'candidate_id', colocate
 -- (dedup_pg.semantic), which the key only double-checked.
 ALTER TABLE document_embeddings DROP CONSTRAINT document_embeddings_model_id_fkey;
 SELECT create_distributed_table('document_embeddings', 'doc_id', colocate_with => 'documents');
--- The MinHash bands are one row a document (16 values under a GIN index), so
+-- The MinHash bands are one row a document (12 keys under a GIN index), so
 -- by doc_id beside their documents: a probe asks every shard's index once (4
--- shards: 4 index scans, where 16 band values by value read up to 16 shards),
+-- shards: 4 index scans, where 12 band values by value read up to 12 shards),
 -- and each row holds its document's signature (revision 0041), so the
 -- candidates are ranked where they are found.
 SELECT create_distributed_table('document_minhash_bands', 'doc_id', colocate_with => 'documents');

@@ -195,26 +195,29 @@ COMMENT ON TABLE document_simhash_bands IS
 COMMENT ON COLUMN document_simhash_bands.tail IS
     'the 32 bits of simhash after the band''s (bands b+1 and b+2, mod 4: dedup_simhash_tail(simhash, b)) as a signed integer: a probe tells from the index alone which entries are within distance';
 
--- The 16 band keys of a MinHash signature (document_minhash_bands.signature):
+-- The 12 band keys of a MinHash signature (document_minhash_bands.signature):
 -- band b is values 3b+1 .. 3b+3, the signature's bits 48b to 48b+47, read as
--- a number, with b above them (bits 48-51). The bands cover the first 48
+-- a number, with b above them (bits 48-51). The bands cover the first 36
 -- values (the similarity is estimated on all 128); two texts share a key
--- exactly when they share a band's three values. 16 bands of 3 find the pairs
--- 32 bands of 4 found (revisions 0008 to 0020) at half the index entries, and
--- more unrelated candidates: bench/candidate_recall.py, revision 0021. The
--- GIN index of document_minhash_bands is over this expression, not a stored
+-- exactly when they share a band's three values. 12 bands of 3 (revision
+-- 0069; 16 from 0021, 32 of 4 before) cost three quarters of 16's GIN
+-- entries and find fewer pairs near the thresholds (bench/candidate_recall.py);
+-- the other layers find most of those, and the verdicts that moved are in
+-- BENCHMARKS.md (revision 0069). The bands are 16's first 12, so a GIN index
+-- built under 16 finds the same texts for 12's keys. The GIN
+-- index of document_minhash_bands is over this expression, not a stored
 -- column (revision 0049): the column cost 152 bytes a document; a hash of the
 -- values' text (revisions 0021 to 0048) cost ~28 us a signature where this
 -- expression, inlined, costs ~1 (7,673 signatures in one query: 212 ms
 -- against 7). One expression, no subquery: PostgreSQL
 -- inlines it in the index and in a query alike, so a query's
 -- dedup_minhash_bands(b.signature) && keys uses the index. A signature of
--- fewer than 48 values has none (NULL). The lock stripes
+-- fewer than 36 values has none (NULL). The lock stripes
 -- (dedup_lock_stripes_of) follow the same layout.
 CREATE FUNCTION dedup_minhash_bands(p_signature bit varying)
 RETURNS bigint[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT CASE WHEN length(p_signature) >= 768 THEN ARRAY[
+    SELECT CASE WHEN length(p_signature) >= 576 THEN ARRAY[
         substring(p_signature FROM 1 FOR 48)::bit(48)::bigint,
         (1::bigint << 48) | substring(p_signature FROM 49 FOR 48)::bit(48)::bigint,
         (2::bigint << 48) | substring(p_signature FROM 97 FOR 48)::bit(48)::bigint,
@@ -226,15 +229,11 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         (8::bigint << 48) | substring(p_signature FROM 385 FOR 48)::bit(48)::bigint,
         (9::bigint << 48) | substring(p_signature FROM 433 FOR 48)::bit(48)::bigint,
         (10::bigint << 48) | substring(p_signature FROM 481 FOR 48)::bit(48)::bigint,
-        (11::bigint << 48) | substring(p_signature FROM 529 FOR 48)::bit(48)::bigint,
-        (12::bigint << 48) | substring(p_signature FROM 577 FOR 48)::bit(48)::bigint,
-        (13::bigint << 48) | substring(p_signature FROM 625 FOR 48)::bit(48)::bigint,
-        (14::bigint << 48) | substring(p_signature FROM 673 FOR 48)::bit(48)::bigint,
-        (15::bigint << 48) | substring(p_signature FROM 721 FOR 48)::bit(48)::bigint] END
+        (11::bigint << 48) | substring(p_signature FROM 529 FOR 48)::bit(48)::bigint] END
 $$;
 
 -- MinHash: a signature of 128 minimums over the text's character 5-grams
--- (computed in Python, dedup_pg/minhash.py), cut into 16 bands of 3 values
+-- (computed in Python, dedup_pg/minhash.py), cut into 12 bands of 3 values
 -- (dedup_minhash_bands). A document's signature is one row here, its band
 -- keys under a GIN index (over the expression): two texts sharing a band are
 -- compared on the whole signature (estimated Jaccard). It finds what changes a
@@ -262,7 +261,7 @@ CREATE INDEX document_minhash_bands_keys_idx ON document_minhash_bands
     USING gin (dedup_minhash_bands(signature)) WITH (fastupdate = off);
 CREATE INDEX document_minhash_bands_doc_id_idx ON document_minhash_bands USING brin (doc_id);
 COMMENT ON TABLE document_minhash_bands IS
-    'MinHash signatures of stored documents (one row a document with a signature), their 16 band keys (dedup_minhash_bands(signature)) under a GIN index: the MinHash layer''s candidate lookup and comparison; partitioned by ISO week';
+    'MinHash signatures of stored documents (one row a document with a signature), their 12 band keys (dedup_minhash_bands(signature)) under a GIN index: the MinHash layer''s candidate lookup and comparison; partitioned by ISO week';
 COMMENT ON COLUMN document_minhash_bands.signature IS
     'MinHash signature over character 5-grams of the normalized text as 2,048 bits: 128 values of 16 bits (the low bits of each minimum, dedup_pg/minhash.py), value i in bits 16i to 16i+15; dedup_minhash_values(signature) gives them as smallint[]';
 

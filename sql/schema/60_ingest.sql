@@ -11,7 +11,7 @@ INSERT INTO dedup_lock_stripes SELECT generate_series(0, 65535);
 
 -- The stripes a batch's items could collide on, in order: each SimHash band's
 -- 16 bits, the SHA-1's first 16 bits, each clause hash's low 16 bits, and for
--- each MinHash band (dedup_minhash_bands: 16 bands of 3 values) its first
+-- each MinHash band (dedup_minhash_bands: 12 bands of 3 values) its first
 -- value plus its number (texts sharing a band share both; the band key itself
 -- costs a hash a band). Read from the items as dedup_ingest has them (typed:
 -- until revision 0029 this read the batch's JSON a second time, ~72 us a
@@ -30,7 +30,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                       SELECT (h & 65535)::integer FROM unnest(e.clauses) h
                       UNION ALL
                       SELECT ((e.minhash[3 * b + 1] + 4099 * b) & 65535)::integer
-                        FROM generate_series(0, least(16, coalesce(cardinality(e.minhash), 0) / 3) - 1) b) keys
+                        FROM generate_series(0, least(12, coalesce(cardinality(e.minhash), 0) / 3) - 1) b) keys
          ORDER BY k)
 $$;
 
