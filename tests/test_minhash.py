@@ -381,6 +381,57 @@ def test_bands_12_of_3_find_what_an_index_of_16_holds(dd, dsn, sina):
         assert (v.verdict, v.layer, v.matched_id) == ("duplicate", "minhash", a["id"]), v
 
 
+def test_a_review_of_another_layer_is_compared_on_the_whole_signature(dd, sina):
+    """Revision 0070: the stored text the SimHash or containment layer sends
+    to review is compared on the whole signature, whether or not it shares a
+    band: at or above minhash_threshold it is a MinHash duplicate. Here a
+    synonym rewrite's original is made to share no band (the first value of
+    each of its stored bands changed: 12 of 128 values), so the bands cannot
+    find it; containment finds it for review, and the signature decides."""
+    originals = [a for a in sina[400:460] if len(a["body"]) > 600][:10]
+    list(dd.ingest_many({"id": a["id"], "title": a["title"], "body": a["body"]} for a in originals))
+    copies = {
+        a["id"]: {"id": "syn", "title": synonyms(a["title"]), "body": synonyms(a["body"])}
+        for a in originals
+    }
+    found = {a["id"]: dd.check_many([copies[a["id"]]], thresholds=HASHES_OFF)[0] for a in originals}
+    # a rewrite the bands find at 0.62 or more, found as a review by containment alone
+    blind = HASHES_OFF | {"containment_review_threshold": 0.2, "minhash_threshold": None}
+    a_id = next(
+        k
+        for k, v in found.items()
+        if v.layer == "minhash"
+        and v.matched_id == k
+        and v.score >= 0.62
+        and dd.check_many([copies[k]], thresholds=blind)[0].layer == "containment"
+    )
+    score = found[a_id].score
+    # the first value of each band turned (its bits inverted): no band shared
+    turned = "signature"
+    for b in range(minhash.BANDS):
+        at = b * minhash.BAND_ROWS * minhash.VALUE_BITS + 1
+        turned = f"overlay({turned} PLACING ~substring({turned} FROM {at} FOR 16) FROM {at} FOR 16)"
+    dd.conn.execute(
+        f"UPDATE document_minhash_bands b SET signature = {turned} FROM documents d"
+        " WHERE d.doc_id = b.doc_id AND d.seen_at = b.seen_at AND d.external_id = %s",
+        [a_id],
+    )
+    # the bands alone no longer find it
+    assert dd.check_many([copies[a_id]], thresholds=HASHES_OFF)[0].verdict == "new"
+    # containment sends it to review; the whole signature makes it a duplicate
+    v = dd.check_many(
+        [copies[a_id]], thresholds=HASHES_OFF | {"containment_review_threshold": 0.2}
+    )[0]
+    assert (v.verdict, v.layer, v.matched_id) == ("duplicate", "minhash", a_id), v
+    assert 0.5 <= v.score < score
+    # below minhash_threshold it stays containment's review
+    v = dd.check_many(
+        [copies[a_id]],
+        thresholds=HASHES_OFF | {"containment_review_threshold": 0.2, "minhash_threshold": 0.99},
+    )[0]
+    assert (v.verdict, v.layer, v.matched_id) == ("review", "containment", a_id), v
+
+
 def test_facts_become_their_keys_on_upgrade(dd, dsn, sina):
     """Revision 0027: stored facts (text[], as an engine of before it stored
     them) become their keys, computed in SQL as dedup_pg.facts.fact_key

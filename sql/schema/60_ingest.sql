@@ -373,6 +373,7 @@ DECLARE
     v_white boolean;
     v_mh_dup double precision;
     v_mh_review double precision;
+    v_sim double precision;
     v_facts_share double precision;
     v_facts_added double precision;
     v_added double precision;
@@ -779,6 +780,20 @@ BEGIN
                 END IF;
                 EXIT;
             END LOOP;
+            -- The stored text an earlier layer sent to review (SimHash within
+            -- the review distance, containment in its review band) is compared
+            -- on the whole signature too, band shared or not: the bands are a
+            -- way to find candidates, and this one is found (revision 0070).
+            -- One band row read, for the few texts with such a review.
+            IF m_doc_id IS NULL AND r_layer IN ('simhash', 'containment') THEN
+                SELECT dedup_minhash_similarity(b.signature, v_signature) INTO v_sim
+                  FROM document_minhash_bands b
+                 WHERE b.doc_id = r_doc_id AND b.seen_at = r_seen_at;
+                IF v_sim >= v_mh_dup THEN
+                    m_doc_id := r_doc_id; m_seen_at := r_seen_at; m_ext := r_ext;
+                    m_layer := 'minhash'; m_score := v_sim; m_dist := NULL;
+                END IF;
+            END IF;
         END IF;
 
         -- Fact check (dedup_facts_verdict): a near-duplicate match where each
