@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 from test_concurrency import WRITERS, _race
@@ -430,6 +431,37 @@ def test_a_review_of_another_layer_is_compared_on_the_whole_signature(dd, sina):
         thresholds=HASHES_OFF | {"containment_review_threshold": 0.2, "minhash_threshold": 0.99},
     )[0]
     assert (v.verdict, v.layer, v.matched_id) == ("review", "containment", a_id), v
+
+
+def test_a_band_row_by_doc_id_reads_one_small_brin_range(dd, sina):
+    """Revision 0071: the BRIN index on document_minhash_bands.doc_id has 8
+    pages a range, so a row read by doc_id (revision 0070's comparison, a
+    removal) reads at most 8 heap pages, not the default 128."""
+    list(
+        dd.ingest_many({"id": a["id"], "title": a["title"], "body": a["body"]} for a in sina[:400])
+    )
+    dd.conn.execute("VACUUM ANALYZE document_minhash_bands")
+    doc_id, seen_at = dd.conn.execute(
+        "SELECT doc_id, seen_at FROM document_minhash_bands ORDER BY doc_id LIMIT 1"
+    ).fetchone()
+    pages = dd.conn.execute(
+        "SELECT sum(pg_relation_size(inhrelid)) / current_setting('block_size')::integer"
+        " FROM pg_inherits WHERE inhparent = 'document_minhash_bands'::regclass"
+    ).fetchone()[0]
+    assert pages > 8  # more than one range
+    with dd.conn.transaction():
+        dd.conn.execute("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(
+            r[0]
+            for r in psycopg.ClientCursor(dd.conn).execute(
+                "EXPLAIN (ANALYZE, BUFFERS, COSTS off) SELECT signature FROM document_minhash_bands"
+                " WHERE doc_id = %s AND seen_at = %s",
+                [doc_id, seen_at],
+            )
+        )
+    assert re.search(r"Bitmap Index Scan on document_minhash_bands_w\d+_doc_id_idx", plan), plan
+    blocks = re.search(r"Heap Blocks: lossy=(\d+)", plan)
+    assert blocks and int(blocks.group(1)) <= 8, plan
 
 
 def test_facts_become_their_keys_on_upgrade(dd, dsn, sina):
