@@ -32,4 +32,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
     execute_each(op, previous_definitions(revision, OBJECTS))

@@ -12,7 +12,11 @@
 -- document. The upgrade rebuilds the index (one scan of the band rows).
 -- Measured numbers: BENCHMARKS.md, revision 0071.
 --
--- No hand-written changes: the definition below is the whole revision.
+-- On Citus the definitions after a statement over every shard are refused in
+-- the transaction (the Citus forms the upgrade applies after the revisions)
+-- unless the shards were written one connection at a time (a setting of no
+-- effect on one node), as in revision 0049.
+SET LOCAL citus.multi_shard_modify_mode = 'sequential';
 
 -- index:document_minhash_bands_doc_id_idx, from sql/schema/40_hash_layers.sql
 DROP INDEX IF EXISTS document_minhash_bands_doc_id_idx;
