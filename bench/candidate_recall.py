@@ -65,13 +65,13 @@ RESULTS = ROOT / "bench" / "results" / "candidate_recall.md"
 #: A layout is a tuple of (bands, rows) groups, cut from the signature in turn:
 #: ((10, 3), (2, 2)) is 10 bands of 3 values (values 1-30) then 2 of 2 (31-34).
 Layout = tuple[tuple[int, int], ...]
+#: the layout dedup_minhash_bands cuts (dedup_pg.minhash's constants)
+IN_FORCE: Layout = ((minhash.BANDS, minhash.BAND_ROWS),)
 
 
 def label(layout: Layout) -> str:
     """``16x3`` or ``10x3+2x2``, marked when it is the layout in force."""
-    return "+".join(f"{b}x{r}" for b, r in layout) + (
-        " (in force)" if layout == ((minhash.BANDS, minhash.BAND_ROWS),) else ""
-    )
+    return "+".join(f"{b}x{r}" for b, r in layout) + (" (in force)" if layout == IN_FORCE else "")
 
 
 def keys_of(layout: Layout) -> int:
@@ -89,7 +89,7 @@ def spans(layout: Layout) -> list[tuple[int, int]]:
 
 
 #: the layout of revisions 0008 to 0020 first (the GIN bytes below scale its
-#: measured 1,248); the one in force is minhash.LAYOUT
+#: measured 1,248); the one in force is IN_FORCE
 LAYOUTS: list[Layout] = [
     ((32, 4),),
     ((24, 4),),
