@@ -147,15 +147,16 @@ def signature(key: str) -> list[int] | None:
     return low.astype(np.uint16).view(np.int16).tolist()
 
 
-def band_keys(values: list[int]) -> list[int]:
+def band_keys(values: list[int], bands: int = BANDS) -> list[int]:
     """The BANDS band keys PostgreSQL's ``dedup_minhash_bands`` makes of a
     signature of these values (for tests and benchmarks): band b is values
     3b to 3b+2 (b < BANDS), 16 bits each, one after the other, with b above them; none
-    (SQL: NULL) for fewer than BANDS * BAND_ROWS values."""
-    if len(values) < BANDS * BAND_ROWS:
+    (SQL: NULL) for fewer than BANDS * BAND_ROWS values. ``bands``: the first
+    that many bands instead (16 was the layout of revisions 0049 to 0068)."""
+    if len(values) < bands * BAND_ROWS:
         return []
     keys = []
-    for b in range(BANDS):
+    for b in range(bands):
         key = b
         for v in values[b * BAND_ROWS : (b + 1) * BAND_ROWS]:
             key = key << VALUE_BITS | (v & 0xFFFF)

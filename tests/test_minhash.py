@@ -308,15 +308,6 @@ def test_signatures_of_32_bits_become_their_low_16_on_upgrade(dd, dsn, sina):
         assert (v.verdict, v.layer, v.matched_id) == ("duplicate", "minhash", a["id"]), v
 
 
-def band_key_16(values: list[int], band: int) -> int:
-    """Band ``band`` (0-15) as revisions 0049 to 0068 cut it: bands 0-11 are
-    the keys of today, 12-15 the ones revision 0069 stopped making."""
-    key = band
-    for v in values[3 * band : 3 * band + 3]:
-        key = key << 16 | (v & 0xFFFF)
-    return key
-
-
 def test_bands_12_of_3_find_what_an_index_of_16_holds(dd, dsn, sina):
     """Revision 0069: 12 band keys a signature, the first 12 of the 16 before.
     A store indexed under 16 keeps its index (not rebuilt by the upgrade): it
@@ -327,9 +318,10 @@ def test_bands_12_of_3_find_what_an_index_of_16_holds(dd, dsn, sina):
     from dedup_pg import database
 
     def found_by_band(conn, band: int, docs: dict) -> list:
-        """The texts whose index entries answer for their band ``band`` (0-15);
-        the index is the only place a 13th band's key can be found."""
-        keys = [band_key_16(values, band) for values in docs.values()]
+        """The texts whose index entries answer for their band ``band`` (0-15,
+        as revisions 0049 to 0068 cut 16); the index is the only place a 13th
+        band's key can be found."""
+        keys = [minhash.band_keys(values, bands=16)[band] for values in docs.values()]
         with conn.transaction():
             conn.execute("SET LOCAL enable_seqscan = off")
             return (
