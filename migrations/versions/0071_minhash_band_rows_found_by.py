@@ -23,14 +23,14 @@ depends_on = None
 OBJECTS = ["index:document_minhash_bands_doc_id_idx"]
 
 
-# one statement a call (execute_each): a Citus coordinator refuses DDL on a
-# distributed table sent with other statements in one string
-
-
 def upgrade() -> None:
+    # one statement a call (execute_each): a Citus coordinator refuses DDL on a
+    # distributed table sent with other statements in one string
     execute_each(op, read_sql("0071_minhash_band_rows_found_by.sql"))
 
 
 def downgrade() -> None:
+    # the shards written one connection at a time, as the upgrade's SQL file
+    # sets it (the Citus forms applied after it in the transaction need it)
     op.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
     execute_each(op, previous_definitions(revision, OBJECTS))
