@@ -7,6 +7,7 @@ import tempfile
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 
+import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
@@ -861,3 +862,57 @@ def test_a_new_day_partition_is_read_by_key_before_its_first_analyze(dd, sina):
     assert candidates_read, "no plan of the containment candidates' read"
     scans = [p for p in plans if f"Seq Scan on {part}" in p]
     assert not scans, scans[0]
+
+
+def test_sightings_are_read_by_doc_id_and_need_no_primary_key(dd, dsn, sina):
+    """Revision 0072: document_sightings has one index, by doc_id, which a
+    document's sightings are read through; sighting_id stays unique by
+    construction (an identity column: a sighting cannot be given one). The
+    downgrade puts the (sighting_id, seen_at) key back over the rows stored
+    without it, and the upgrade drops it again."""
+    from dedup_pg import database
+
+    first = dd.ingest(_article(sina, 6))
+    dd.ingest({**_article(sina, 6), "id": "repost-6", "source": "other"})
+
+    def indexes(conn) -> list[str]:
+        return [
+            r[0]
+            for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'document_sightings' ORDER BY 1"
+            )
+        ]
+
+    assert indexes(dd.conn) == ["document_sightings_doc_id_idx"]
+    with dd.conn.transaction():
+        dd.conn.execute("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(
+            r[0]
+            for r in dd.conn.execute(
+                "EXPLAIN SELECT * FROM document_sightings WHERE doc_id = %s", [first.doc_id]
+            )
+        )
+    assert "doc_id_idx" in plan and "Seq Scan" not in plan, plan
+    with pytest.raises(psycopg.errors.GeneratedAlways), dd.conn.transaction():
+        dd.conn.execute(
+            "INSERT INTO document_sightings (sighting_id, seen_at, doc_id, verdict)"
+            " SELECT sighting_id, seen_at, doc_id, verdict FROM document_sightings LIMIT 1"
+        )
+    dd.close()
+
+    database.downgrade(dsn, "0071")
+    with Deduper(dsn, migrate=False) as old:
+        assert indexes(old.conn) == ["document_sightings_doc_id_idx", "document_sightings_pkey"]
+        assert old.conn.execute("SELECT count(*) FROM document_sightings").fetchone()[0] == 2
+    database.migrate(dsn)
+    with Deduper(dsn, migrate=False) as new:
+        assert indexes(new.conn) == ["document_sightings_doc_id_idx"]
+        again = new.ingest({**_article(sina, 6), "id": "repost-6b", "source": "third"})
+        assert again.verdict == "duplicate"
+        assert [
+            r[0]
+            for r in new.conn.execute(
+                "SELECT external_id FROM document_sightings WHERE doc_id = %s ORDER BY sighting_id",
+                [first.doc_id],
+            )
+        ] == [sina[6]["id"], "repost-6", "repost-6b"]
