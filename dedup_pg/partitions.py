@@ -14,15 +14,25 @@ are older than any window and would otherwise stay until a new arrival of the
 same text took one over, so the table would grow without bound. Before any day
 goes, an exact copy kept in a later day whose text is a dropped document's
 (its body is NULL: the text was that document's) gets the text.
+
+A closed week can also be compacted (:func:`compact_closed_weeks`): the btree
+indexes of its lookup partitions, which ingest filled at random keys (pages
+about 70% full), are rebuilt packed (``REINDEX INDEX CONCURRENTLY`` at
+fillfactor 100: a week that has ended takes only the odd late text). They are
+the indexes a check descends at random keys, so what shared_buffers must hold
+shrinks for every closed week: both indexes by about a third, all the lookup
+indexes by ~14% (bench/compaction.py). The MinHash GIN index is left
+as it grew: one built in a pass is larger (BENCHMARKS.md, revision 0069).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, timezone
 
 import psycopg
 from psycopg import sql
+from psycopg.rows import dict_row
 
 from . import database
 from .sqlfiles import queries
@@ -104,3 +114,87 @@ def drop_older_than(
     # (one statement, one scan; a digest taken over since is younger and stays)
     conn.execute(queries()["drop_old_digests"], {"cutoff": midnight})
     return dropped
+
+
+#: The lookup tables whose closed weeks :func:`compact_closed_weeks` packs (their
+#: btree indexes; document_minhash_bands has a GIN index and a BRIN one only).
+COMPACTED_TABLES = ("document_clauses", "document_simhash_bands")
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """A closed week partition's btree index, packed (or, in a dry run, to be)."""
+
+    table: str
+    partition: str
+    index: str
+    bytes_before: int
+    bytes_after: int | None  # None in a dry run
+
+
+def compact_closed_weeks(
+    conn: psycopg.Connection, *, today: date | None = None, dry_run: bool = False
+) -> list[Compaction]:
+    """Pack the btree indexes of the lookup tables' week partitions that ended
+    before ``today`` (UTC) and were not packed yet: each gets fillfactor 100
+    and is rebuilt by ``REINDEX INDEX CONCURRENTLY``, which does not block
+    ingest or checks (one index at a time; ``conn`` must be in autocommit
+    mode). Returns what was packed, with each index's size before and after.
+    Run it after a week ends (with ``partitions drop``, say); a second run
+    finds nothing to do. A late text stored into a packed week splits the
+    pages it lands on, as it would have anyway."""
+    day = today or datetime.now(timezone.utc).date()
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(
+            queries()["closed_week_btrees"], {"tables": list(COMPACTED_TABLES), "today": day}
+        ).fetchall()
+    citus = bool(rows) and database.is_citus(conn)
+    todo = [
+        Compaction(
+            r["table_name"],
+            r["partition_name"],
+            r["index_name"],
+            _size(conn, r["index_name"], citus),
+            None,
+        )
+        for r in rows
+        if not r["compacted"]
+    ]
+    if dry_run or not todo:
+        return todo
+    if citus:
+        # Citus rebuilds an index's shards on a worker side by side, and their
+        # names are cut to fit: the new indexes' names (<name>_ccnew) collide.
+        # One connection a worker rebuilds them one after another.
+        conn.execute("SET citus.multi_shard_modify_mode = 'sequential'")
+    try:
+        return [replace(c, bytes_after=_pack(conn, c.index, citus)) for c in todo]
+    finally:
+        if citus:
+            conn.execute("RESET citus.multi_shard_modify_mode")
+
+
+def _size(conn: psycopg.Connection, index: str, citus: bool) -> int:
+    """An index's bytes; on Citus its shards' (the coordinator's is empty)."""
+    size = "citus_relation_size" if citus else "pg_relation_size"
+    query = sql.SQL("SELECT {}(%s::regclass)").format(sql.Identifier(size))
+    return int(conn.execute(query, [index]).fetchone()[0])  # type: ignore[index]
+
+
+def _pack(conn: psycopg.Connection, index: str, citus: bool) -> int:
+    """Rebuild ``index`` at fillfactor 100; its size after."""
+    name = sql.Identifier(index)
+    conn.execute(sql.SQL("ALTER INDEX {} SET (fillfactor = 100)").format(name))
+    try:
+        conn.execute(sql.SQL("REINDEX INDEX CONCURRENTLY {}").format(name))
+    except BaseException:
+        # not packed: a later run tries it again. A REINDEX CONCURRENTLY that
+        # stopped leaves its new index behind, invalid but kept up to date by
+        # every insert: dropped here.
+        conn.execute(sql.SQL("ALTER INDEX {} RESET (fillfactor)").format(name))
+        for (left,) in conn.execute(queries()["invalid_rebuilds"], {"index": index}):
+            conn.execute(
+                sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(left))
+            )
+        raise
+    return _size(conn, index, citus)

@@ -304,6 +304,30 @@ SELECT count(*) FROM documents;
 SELECT table_name, day, partition_name, approx_rows, bytes, last_day
   FROM dedup_partitions ORDER BY day, table_name;
 
+-- name: closed_week_btrees
+-- Compaction (dedup_pg/partitions.py): the btree indexes of the lookup tables'
+-- week partitions whose last day is before %(today)s, with whether they were
+-- compacted already (fillfactor 100 among their options).
+SELECT p.table_name, p.partition_name, i.relname AS index_name,
+       coalesce('fillfactor=100' = ANY (i.reloptions), false) AS compacted
+  FROM dedup_partitions p
+  JOIN pg_index x ON x.indrelid = p.partition_name::regclass
+  JOIN pg_class i ON i.oid = x.indexrelid
+  JOIN pg_am a ON a.oid = i.relam
+ WHERE p.table_name = ANY (%(tables)s) AND p.last_day < %(today)s AND a.amname = 'btree'
+ ORDER BY p.day, p.table_name, i.relname;
+
+-- name: invalid_rebuilds
+-- Compaction (dedup_pg/partitions.py), after a REINDEX CONCURRENTLY failed:
+-- the new index it left on %(index)s's table, invalid (named <index>_ccnew,
+-- the name cut to fit and a number added when taken).
+SELECT c.relname
+  FROM pg_index x
+  JOIN pg_class c ON c.oid = x.indexrelid
+ WHERE x.indrelid = (SELECT indrelid FROM pg_index WHERE indexrelid = %(index)s::regclass)
+   AND NOT x.indisvalid
+   AND c.relname LIKE '%%\_ccnew%%';
+
 -- name: keep_texts_of_days
 -- Retention (dedup_pg/partitions.py), before any day is dropped.
 SELECT dedup_keep_texts_of_days(%(cutoff)s);

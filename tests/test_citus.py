@@ -280,6 +280,53 @@ def test_partition_drop_removes_old_days_on_every_node(citus_dsn, sina):
             assert left == 0, node
 
 
+def test_compact_packs_an_ended_weeks_shards(citus_dsn, sina):
+    """``partitions compact`` on the cluster: the ended week's btree indexes
+    are packed on the workers' shards (fillfactor 100), and checks give the
+    same verdicts after."""
+    allow_backfill(citus_dsn)
+    ended = datetime.now(timezone.utc) - timedelta(days=14)
+    docs = [
+        {**{k: a[k] for k in ("id", "title", "body")}, "seen_at": ended + timedelta(seconds=i)}
+        for i, a in enumerate(sina[:60])
+    ]
+    _verdicts(citus_dsn, docs)
+    edits = [
+        {
+            "id": f"edit-{d['id']}",
+            "body": d["body"][d["body"].find("。") + 1 :],
+            "seen_at": d["seen_at"] + timedelta(hours=1),
+        }
+        for d in docs[::6]
+    ]
+
+    def checks() -> list[tuple]:
+        with Deduper(citus_dsn, migrate=False) as dd:
+            return [(v.verdict, v.layer, v.matched_id) for v in dd.check_many(edits)]
+
+    before = checks()
+    assert sum(v == "duplicate" for v, _, _ in before) >= 5, before
+    with psycopg.connect(citus_dsn, autocommit=True) as conn:
+        done = partitions.compact_closed_weeks(conn)
+        assert {c.table for c in done} == {"document_clauses", "document_simhash_bands"}
+        assert partitions.compact_closed_weeks(conn) == []
+    # the sizes are the shards' (the coordinator's partitions are empty)
+    assert all(c.bytes_before > 8192 * 4 and c.bytes_after > 8192 * 4 for c in done), done
+    # the btree indexes of the packed partitions' shards, on whichever nodes hold them
+    shards = []
+    for node in _nodes(citus_dsn):
+        with psycopg.connect(node) as conn:
+            conn.execute("SET citus.override_table_visibility = off")  # shards are hidden
+            shards += conn.execute(
+                "SELECT i.relname, array_to_string(i.reloptions, ',') FROM pg_index x"
+                " JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid"
+                " JOIN pg_am a ON a.oid = i.relam WHERE a.amname = 'btree' AND t.relname ~ %s",
+                ["^(" + "|".join(c.partition for c in done) + ")_[0-9]+$"],
+            ).fetchall()
+    assert len(shards) >= 4 and all(options == "fillfactor=100" for _, options in shards), shards
+    assert checks() == before
+
+
 def test_review_restore_and_dismiss(citus_dsn, sina):
     a = {"id": "a", "title": sina[0]["title"], "body": sina[0]["body"]}
     copy = {"id": "b", "title": a["title"], "body": a["body"]}

@@ -8,7 +8,13 @@ import psycopg
 import pytest
 
 from dedup_pg import Deduper
-from dedup_pg.partitions import TABLES, drop_older_than, ensure, list_partitions
+from dedup_pg.partitions import (
+    TABLES,
+    compact_closed_weeks,
+    drop_older_than,
+    ensure,
+    list_partitions,
+)
 
 NOW = datetime.now(timezone.utc)
 WEEKLY = ("document_clauses", "document_minhash_bands", "document_simhash_bands")  # lookup tables
@@ -550,3 +556,132 @@ def test_a_role_that_does_not_own_the_partitions_leaves_them_to_autovacuum(dd, d
             other.execute("RESET ROLE")
             other.execute(f"DROP ROLE {role}")
     assert _left_to_summarize(dd.conn, index) == 1
+
+
+def test_compact_packs_the_btrees_of_ended_weeks_once(dd, dsn, sina):
+    """``partitions compact``: the btree indexes of the lookup tables' week
+    that has ended are rebuilt packed (fillfactor 100) and smaller, once; the
+    week in progress and the other index kinds (MinHash GIN, BRIN) are left as
+    they are; checks give the same verdicts through the packed indexes."""
+    from click.testing import CliRunner
+
+    from dedup_pg.cli import main
+
+    dd.set_setting("seen_at_past_days", 0)
+    ended = NOW - timedelta(days=14)  # a week whose Sunday is 8 or more days back
+    old = [
+        {**{k: a[k] for k in ("id", "title", "body")}, "seen_at": ended + timedelta(seconds=i)}
+        for i, a in enumerate(sina[:400])
+    ]
+    recent = [{**{k: a[k] for k in ("id", "title", "body")}, "seen_at": NOW} for a in sina[400:410]]
+    list(dd.ingest_many(old + recent))
+    # copies of stored texts of both weeks, a sentence cut: found by the lookups
+    # (each checked as seen in its own week: the old one is outside today's window)
+    edits = [
+        {
+            "id": f"edit-{d['id']}",
+            "body": d["body"][d["body"].find("。") + 1 :],
+            "seen_at": d["seen_at"] + timedelta(hours=1),
+        }
+        for d in old[::40] + recent[::3]
+    ]
+
+    def verdicts():
+        return [(v.verdict, v.layer, v.matched_id) for v in dd.check_many(edits)]
+
+    before = verdicts()
+    assert sum(v == "duplicate" for v, _, _ in before) >= 10
+
+    def indexes():
+        return {
+            r[0]: (r[1], r[2])
+            for r in dd.conn.execute(
+                "SELECT i.relname, i.reloptions, pg_relation_size(i.oid) FROM pg_inherits h"
+                " JOIN pg_index x ON x.indrelid = h.inhrelid JOIN pg_class i ON i.oid = x.indexrelid"
+                " WHERE h.inhparent = ANY (ARRAY['document_clauses', 'document_minhash_bands',"
+                " 'document_simhash_bands']::regclass[])"
+            )
+        }
+
+    monday = _monday(ended.date()).strftime("%Y%m%d")
+    at_first = indexes()
+    planned = compact_closed_weeks(dd.conn, dry_run=True)
+    assert indexes() == at_first  # a dry run changes nothing
+    assert {(c.table, c.partition) for c in planned} == {
+        ("document_clauses", f"document_clauses_w{monday}"),
+        ("document_simhash_bands", f"document_simhash_bands_w{monday}"),
+    }
+    assert all(c.bytes_after is None for c in planned)
+
+    result = CliRunner().invoke(
+        main, ["partitions", "compact", "--dsn", dsn], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    assert "2 indexes packed" in result.output, result.output
+    after = indexes()
+    for c in planned:
+        options, size = after[c.index]
+        assert options == ["fillfactor=100"]
+        assert size < at_first[c.index][1], (c.index, at_first[c.index][1], size)
+    # everything else as it was: the GIN and BRIN indexes, the week in progress
+    assert {k: v for k, v in after.items() if k not in {c.index for c in planned}} == {
+        k: v for k, v in at_first.items() if k not in {c.index for c in planned}
+    }
+    assert compact_closed_weeks(dd.conn) == []  # once
+    result = CliRunner().invoke(
+        main, ["partitions", "compact", "--dsn", dsn], catch_exceptions=False
+    )
+    assert "nothing to compact" in result.output
+    assert verdicts() == before
+
+
+def test_a_compaction_stopped_midway_leaves_no_index_behind(dd, dsn, sina):
+    """A REINDEX CONCURRENTLY that is cancelled (a maintenance job stopped)
+    leaves its new index behind, invalid but written by every insert:
+    ``compact`` drops it, leaves the index unmarked, and the next run packs it."""
+    dd.set_setting("seen_at_past_days", 0)
+    ended = NOW - timedelta(days=14)
+    docs = [
+        {**{k: a[k] for k in ("id", "title", "body")}, "seen_at": ended + timedelta(seconds=i)}
+        for i, a in enumerate(sina[:100])
+    ]
+    list(dd.ingest_many(docs))
+    pid = dd.conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    invalid = (
+        "SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid"
+        " WHERE NOT x.indisvalid"
+    )
+    seen_invalid: list = []
+    # an open snapshot elsewhere: the rebuild, its new index built, waits for it
+    with psycopg.connect(dsn) as holder:
+        holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        holder.execute("SELECT count(*) FROM documents")
+
+        def cancel_when_waiting():
+            with psycopg.connect(dsn, autocommit=True) as c:
+                for _ in range(300):
+                    waiting = c.execute(
+                        "SELECT wait_event = 'virtualxid' FROM pg_stat_activity WHERE pid = %s",
+                        [pid],
+                    ).fetchone()[0]
+                    if waiting:
+                        break
+                    threading.Event().wait(0.1)
+                seen_invalid.extend(r[0] for r in c.execute(invalid))
+                c.execute("SELECT pg_cancel_backend(%s)", [pid])
+
+        canceller = threading.Thread(target=cancel_when_waiting)
+        canceller.start()
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            compact_closed_weeks(dd.conn)
+        canceller.join(timeout=60)
+        holder.rollback()
+    assert any("ccnew" in name for name in seen_invalid), seen_invalid
+    assert dd.conn.execute(invalid).fetchall() == []
+    assert (
+        dd.conn.execute(
+            "SELECT count(*) FROM pg_class WHERE 'fillfactor=100' = ANY (reloptions)"
+        ).fetchone()[0]
+        == 0
+    )
+    assert len(compact_closed_weeks(dd.conn)) == 2

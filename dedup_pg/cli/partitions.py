@@ -1,4 +1,4 @@
-"""``partitions``: list, create ahead, drop old days (retention)."""
+"""``partitions``: list, create ahead, drop old days (retention), pack ended weeks."""
 
 from __future__ import annotations
 
@@ -75,6 +75,41 @@ def partitions_drop(older_than: int, force: bool, dsn: str | None, home: str | N
     with open_deduper(dsn, home) as dd:
         dropped = drop_older_than(dd.conn, older_than, force=force)
     click.echo(dropped_summary(dropped))
+
+
+@partitions.command("compact")
+@click.option("--dry-run", is_flag=True, help="List the indexes it would pack, and change nothing.")
+@database_options
+def partitions_compact(dry_run: bool, dsn: str | None, home: str | None) -> None:
+    """Pack the btree indexes of the lookup tables' weeks that have ended (a
+    REINDEX CONCURRENTLY each, at fillfactor 100; safe while ingest runs):
+    they come out about a third smaller, and checks read them at random keys.
+    Run it once a week."""
+    from ..partitions import compact_closed_weeks
+
+    with open_deduper(dsn, home) as dd:
+        done = compact_closed_weeks(dd.conn, dry_run=dry_run)
+    if not done:
+        click.echo("nothing to compact: every ended week's indexes are packed")
+        return
+    mb = 1048576
+    rows = [
+        [
+            c.index,
+            f"{c.bytes_before / mb:.1f} MB",
+            "-" if c.bytes_after is None else f"{c.bytes_after / mb:.1f} MB",
+        ]
+        for c in done
+    ]
+    click.echo(text_table(["index", "before", "after"], rows))
+    before = sum(c.bytes_before for c in done)
+    if dry_run:
+        click.echo(
+            f"{len(done)} indexes to pack ({before / mb:.1f} MB); nothing changed (--dry-run)"
+        )
+    else:
+        after = sum(c.bytes_after or 0 for c in done)
+        click.echo(f"{len(done)} indexes packed: {before / mb:.1f} -> {after / mb:.1f} MB")
 
 
 def dropped_summary(dropped: list[str]) -> str:
