@@ -48,6 +48,7 @@ from common import (
 )
 
 from dedup_pg import Deduper, database
+from dedup_pg.partitions import compact_closed_weeks
 
 RESULTS = ROOT / "bench" / "results" / "bytes.md"
 START = datetime(2018, 11, 20, tzinfo=timezone.utc)
@@ -121,6 +122,11 @@ def main() -> None:
     ap.add_argument(
         "--verdicts", type=Path, default=None, help="also write each verdict as a JSON line here"
     )
+    ap.add_argument(
+        "--compact",
+        action="store_true",
+        help="run `partitions compact` after the ingest (the weeks of these dates have ended)",
+    )
     add_settings_option(ap, "containment_threshold=0.8")
     args = ap.parse_args()
     changed = settings_of(args.set)
@@ -134,6 +140,7 @@ def main() -> None:
         }
         for k, a in enumerate(articles)
     ]
+    packed: list = []
     home = str(scratch_dir("dedup-bytes-"))
     dsn = database.start_embedded(home)
     try:
@@ -152,6 +159,9 @@ def main() -> None:
                 with args.verdicts.open("w", encoding="utf-8") as fh:
                     for v in verdicts:
                         fh.write(json.dumps(v.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
+            if args.compact:
+                packed = compact_closed_weeks(dd.conn)
+                log(f"packed {len(packed)} indexes")
             dd.conn.execute("VACUUM ANALYZE")
             tables = {r[0]: (int(r[1]), int(r[2])) for r in dd.conn.execute(TABLES)}
             indexes = [(r[0], r[1], int(r[2])) for r in dd.conn.execute(INDEXES)]
@@ -182,14 +192,22 @@ def main() -> None:
     everything = index_total + heap_total + toast_total
     out = Report()
     sets = "".join(f" --set {x}" for x in args.set)
-    out(f"# Bytes per document: sina2018 with {'changed' if sets else 'default'} settings")
+    after = ", after `partitions compact`" if args.compact else ""
+    out(f"# Bytes per document: sina2018 with {'changed' if sets else 'default'} settings{after}")
     out()
     out(
-        f"`python bench/bytes.py{f' --limit {args.limit}' if args.limit else ''}{sets}` at "
+        f"`python bench/bytes.py{f' --limit {args.limit}' if args.limit else ''}{sets}"
+        f"{' --compact' if args.compact else ''}` at "
         f"{engine_revision()} (schema revision {revision}): {n:,} articles ingested in "
         f"{seconds:.0f} s, one process, a fresh embedded server; verdicts "
         + ", ".join(f"{k} {v:,}" for k, v in sorted(counts.items()))
-        + f"; {kept:,} documents kept. After VACUUM ANALYZE; every size less the same "
+        + f"; {kept:,} documents kept. "
+        + (
+            f"Then `dedup-pg partitions compact` ({len(packed)} indexes packed). "
+            if args.compact
+            else ""
+        )
+        + "After VACUUM ANALYZE; every size less the same "
         "relation's in the freshly migrated, empty database."
     )
     out()
