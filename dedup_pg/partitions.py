@@ -133,7 +133,11 @@ class Compaction:
 
 
 def compact_closed_weeks(
-    conn: psycopg.Connection, *, today: date | None = None, dry_run: bool = False
+    conn: psycopg.Connection,
+    *,
+    today: date | None = None,
+    dry_run: bool = False,
+    force: bool = False,
 ) -> list[Compaction]:
     """Pack the btree indexes of the lookup tables' week partitions that ended
     before ``today`` (UTC) and were not packed yet: each gets fillfactor 100
@@ -142,7 +146,9 @@ def compact_closed_weeks(
     mode). Returns what was packed, with each index's size before and after.
     Run it after a week ends (with ``partitions drop``, say); a second run
     finds nothing to do. A late text stored into a packed week splits the
-    pages it lands on, as it would have anyway."""
+    pages it lands on, as it would have anyway. ``force`` packs the packed
+    ones again: after ``dedup-pg rebuild --refingerprint``, which rewrites
+    the rows of old weeks."""
     day = today or datetime.now(timezone.utc).date()
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(
@@ -158,7 +164,7 @@ def compact_closed_weeks(
             None,
         )
         for r in rows
-        if not r["compacted"]
+        if force or not r["compacted"]
     ]
     if dry_run or not todo:
         return todo

@@ -628,6 +628,9 @@ def test_compact_packs_the_btrees_of_ended_weeks_once(dd, dsn, sina):
         k: v for k, v in at_first.items() if k not in {c.index for c in planned}
     }
     assert compact_closed_weeks(dd.conn) == []  # once
+    again = compact_closed_weeks(dd.conn, force=True)  # unless forced
+    assert {c.index for c in again} == {c.index for c in planned}
+    assert all(c.bytes_after == after[c.index][1] for c in again)
     result = CliRunner().invoke(
         main, ["partitions", "compact", "--dsn", dsn], catch_exceptions=False
     )

@@ -79,8 +79,13 @@ def partitions_drop(older_than: int, force: bool, dsn: str | None, home: str | N
 
 @partitions.command("compact")
 @click.option("--dry-run", is_flag=True, help="List the indexes it would pack, and change nothing.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Pack the packed ones again (after `rebuild --refingerprint` rewrote old weeks).",
+)
 @database_options
-def partitions_compact(dry_run: bool, dsn: str | None, home: str | None) -> None:
+def partitions_compact(dry_run: bool, force: bool, dsn: str | None, home: str | None) -> None:
     """Pack the btree indexes of the lookup tables' weeks that have ended (a
     REINDEX CONCURRENTLY each, at fillfactor 100; safe while ingest runs):
     they come out about a third smaller, and checks read them at random keys.
@@ -88,7 +93,7 @@ def partitions_compact(dry_run: bool, dsn: str | None, home: str | None) -> None
     from ..partitions import compact_closed_weeks
 
     with open_deduper(dsn, home) as dd:
-        done = compact_closed_weeks(dd.conn, dry_run=dry_run)
+        done = compact_closed_weeks(dd.conn, dry_run=dry_run, force=force)
     if not done:
         click.echo("nothing to compact: every ended week's indexes are packed")
         return
