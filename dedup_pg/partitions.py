@@ -1,4 +1,4 @@
-"""Day partitions as an operation: list them, create days ahead, drop old days.
+"""Day partitions as an operation: list them, create days ahead, drop old days, pack ended weeks.
 
 documents, document_sightings, duplicate_candidates and document_embeddings
 have one partition a day; the lookup tables (document_clauses,
