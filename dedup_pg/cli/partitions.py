@@ -88,7 +88,7 @@ def partitions_drop(older_than: int, force: bool, dsn: str | None, home: str | N
 def partitions_compact(dry_run: bool, force: bool, dsn: str | None, home: str | None) -> None:
     """Pack the btree indexes of the lookup tables' weeks that have ended (a
     REINDEX CONCURRENTLY each, at fillfactor 100; safe while ingest runs):
-    they come out about a third smaller, and checks read them at random keys.
+    they come out a quarter to a third smaller, and checks read them at random keys.
     Run it once a week."""
     from ..partitions import compact_closed_weeks
 
