@@ -688,3 +688,62 @@ def test_a_compaction_stopped_midway_leaves_no_index_behind(dd, dsn, sina):
         == 0
     )
     assert len(compact_closed_weeks(dd.conn)) == 2
+
+
+def test_compact_while_ingest_writes_into_the_week_it_packs(dd, dsn, sina):
+    """``compact`` is safe while ingest runs: another connection keeps storing
+    late texts into the ended week being packed (and today's), none fails, and
+    every one is found through the packed indexes afterwards."""
+    dd.set_setting("seen_at_past_days", 0)
+    ended = NOW - timedelta(days=14)
+
+    def item(a, i, seen_at):
+        return {
+            **{k: a[k] for k in ("id", "title", "body")},
+            "seen_at": seen_at + timedelta(seconds=i),
+        }
+
+    list(dd.ingest_many([item(a, i, ended) for i, a in enumerate(sina[:300])]))
+    late = [item(a, i, ended + timedelta(hours=1)) for i, a in enumerate(sina[300:360])]
+    errors: list[Exception] = []
+    stored: list[str] = []
+    writing = threading.Event()
+
+    def keep_ingesting():
+        try:
+            with Deduper(dsn, migrate=False) as writer:
+                for k in range(0, len(late), 2):  # small batches: many transactions
+                    stored.extend(v.verdict for v in writer.ingest_many(late[k : k + 2]))
+                    writing.set()
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+            writing.set()
+
+    writer = threading.Thread(target=keep_ingesting)
+    writer.start()
+    writing.wait(timeout=60)
+    stored_before = len(stored)
+    done = compact_closed_weeks(dd.conn)
+    stored_during = len(stored) - stored_before
+    writer.join(timeout=120)
+    assert not errors and len(stored) == len(late), (errors, stored)
+    assert stored_before < len(late) and stored_during > 0, (stored_before, stored_during)
+    assert len(done) == 2 and all(c.bytes_after for c in done)
+    assert (
+        dd.conn.execute(
+            "SELECT count(*) FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid"
+            " WHERE NOT x.indisvalid OR NOT x.indisready"
+        ).fetchone()[0]
+        == 0
+    )
+    # the late texts again, a sentence cut: found through the packed indexes
+    again = [
+        {**d, "id": f"again-{d['id']}", "body": d["body"][d["body"].find("。") + 1 :]} for d in late
+    ]
+    verdicts = dd.check_many(again)
+    found = [
+        v
+        for v, d in zip(verdicts, late, strict=True)
+        if v.verdict == "duplicate" and v.matched_id == d["id"]
+    ]
+    assert len(found) >= 0.8 * len(late), [(v.verdict, v.layer) for v in verdicts]
