@@ -11,6 +11,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import psycopg
@@ -119,6 +120,20 @@ def clause_array(clauses: tuple[int, ...]) -> list[int] | None:
     """What documents.clauses holds for a text (dedup_clause_array), sorted:
     all its clauses when its rows are a sample, else None."""
     return sorted(clauses) if len(clauses) >= CLAUSE_ROWS_WHOLE_UNDER else None
+
+
+def article_item(article: dict, seen_at: datetime) -> dict:
+    """A corpus article as an item seen at ``seen_at``."""
+    return {**{k: article[k] for k in ("id", "title", "body")}, "seen_at": seen_at}
+
+
+def first_sentence_cut(item: dict, id_prefix: str) -> dict:
+    """A copy of ``item`` without its first sentence, seen an hour after it."""
+    return {
+        "id": f"{id_prefix}-{item['id']}",
+        "body": item["body"][item["body"].find("。") + 1 :],
+        "seen_at": item["seen_at"] + timedelta(hours=1),
+    }
 
 
 @pytest.fixture(scope="session")

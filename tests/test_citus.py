@@ -21,7 +21,7 @@ from dedup_pg.cli import main as cli
 from dedup_pg.deduper import prepare_batch
 from dedup_pg.sqlfiles import queries
 
-from conftest import allow_backfill, dxy_tuning_pair
+from conftest import allow_backfill, article_item, dxy_tuning_pair, first_sentence_cut
 
 pytestmark = pytest.mark.slow
 
@@ -286,19 +286,9 @@ def test_compact_packs_an_ended_weeks_shards(citus_dsn, sina):
     same verdicts after."""
     allow_backfill(citus_dsn)
     ended = datetime.now(timezone.utc) - timedelta(days=14)
-    docs = [
-        {**{k: a[k] for k in ("id", "title", "body")}, "seen_at": ended + timedelta(seconds=i)}
-        for i, a in enumerate(sina[:60])
-    ]
+    docs = [article_item(a, ended + timedelta(seconds=i)) for i, a in enumerate(sina[:60])]
     _verdicts(citus_dsn, docs)
-    edits = [
-        {
-            "id": f"edit-{d['id']}",
-            "body": d["body"][d["body"].find("。") + 1 :],
-            "seen_at": d["seen_at"] + timedelta(hours=1),
-        }
-        for d in docs[::6]
-    ]
+    edits = [first_sentence_cut(d, "edit") for d in docs[::6]]
 
     def checks() -> list[tuple]:
         with Deduper(citus_dsn, migrate=False) as dd:
