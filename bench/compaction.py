@@ -27,7 +27,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import growth  # noqa: E402  (bench/ is the script's folder)
-from common import ROOT, allow_backfill, cpu_model, engine_revision, log, scratch_dir  # noqa: E402
+from common import (  # noqa: E402
+    LAYER_RUNS,
+    ROOT,
+    allow_backfill,
+    cpu_model,
+    engine_revision,
+    log,
+    scratch_dir,
+)
 
 from dedup_pg import Deduper, database  # noqa: E402
 from dedup_pg.partitions import COMPACTED_TABLES, compact_closed_weeks  # noqa: E402
@@ -111,14 +119,11 @@ def main() -> None:
         )
     tb, ta = sum(before.values()), sum(after.values())
     rows.append(f"| all lookup indexes | {tb / kept:,.1f} | {ta / kept:,.1f} | {ta / tb:.2f} | |")
-    lat = []
-    for key in ("full", *[k for k in lat_before if k not in ("n", "verdicts", "full")]):
-        if not isinstance(lat_before.get(key), dict) or "p50" not in lat_before[key]:
-            continue
-        lat.append(
-            f"| {key} | {1000 * lat_before[key]['p50']:.3f} | {1000 * lat_after[key]['p50']:.3f}"
-            f" | {1000 * lat_again[key]['p50']:.3f} |"
-        )
+    lat = [
+        f"| {key} | {1000 * lat_before[key]['p50']:.3f} | {1000 * lat_after[key]['p50']:.3f}"
+        f" | {1000 * lat_again[key]['p50']:.3f} |"
+        for key, _, _, _ in LAYER_RUNS
+    ]
     same = lat_before["verdicts"] == lat_after["verdicts"] == lat_again["verdicts"]
     text = "\n".join(
         [

@@ -21,8 +21,9 @@ about 70% full), are rebuilt packed (``REINDEX INDEX CONCURRENTLY`` at
 fillfactor 100: a week that has ended takes only the odd late text). They are
 the indexes a check descends at random keys, so what shared_buffers must hold
 shrinks for every closed week: both indexes by a quarter to a third, all the
-lookup indexes by 11-14% (bench/compaction.py, 185k and 956k documents). The MinHash GIN index is left
-as it grew: one built in a pass is larger (BENCHMARKS.md, revision 0069).
+lookup indexes by 11-14% (bench/compaction.py, 185k and 956k documents). The
+MinHash GIN index is left as it grew: one built in a pass is larger
+(BENCHMARKS.md, revision 0069).
 """
 
 from __future__ import annotations
