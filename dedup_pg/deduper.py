@@ -19,7 +19,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any, TypeVar
@@ -29,7 +29,7 @@ import psycopg
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from . import database, minhash, semantic
+from . import database, semantic
 from .documents import Document, InputError, Line, SeenAtWindow, to_document
 from .embeddings import Embedder
 from .errors import first_line
@@ -199,7 +199,6 @@ class Deduper:
         batch_size: int | None = None,
         *,
         workers: int | None = None,
-        expected: int | None = None,
     ) -> Iterator[Verdict]:
         """Check and store a stream of documents, one transaction per batch.
 
@@ -211,12 +210,8 @@ class Deduper:
         ``workers=None`` (the default) takes :func:`default_workers` for this
         machine, and a thread when the input is a single batch. In semantic
         mode ``always`` the next batch is embedded then too, in a thread.
-        ``expected``: how many items the input holds, when known (``len(docs)``
-        by default for a list): fingerprinting then loads its compiled MinHash
-        kernels first when its share repays loading them
-        (:func:`dedup_pg.minhash.expect_signatures`).
         """
-        for verdicts in self.ingest_batches(docs, batch_size, workers=workers, expected=expected):
+        for verdicts in self.ingest_batches(docs, batch_size, workers=workers):
             yield from verdicts
 
     def ingest_batches(
@@ -225,12 +220,9 @@ class Deduper:
         batch_size: int | None = None,
         *,
         workers: int | None = None,
-        expected: int | None = None,
     ) -> Iterator[list[Verdict]]:
         """:meth:`ingest_many`, one list of verdicts per committed batch (a
         caller that writes verdicts down can flush after each)."""
-        if expected is None and isinstance(docs, Sized):
-            expected = len(docs)
         size = batch_size or self.batch_size
         batches = _chunks(iter(docs), size)
         prepare = functools.partial(prepare_batch, **self._prepare_args())
@@ -243,12 +235,10 @@ class Deduper:
         executor: concurrent.futures.Executor
         if workers > 0:
             _read_tables_before_fork()
-            share = -(-expected // workers) if expected else 0
             executor = concurrent.futures.ProcessPoolExecutor(
-                workers, initializer=_start_worker, initargs=(os.getpid(), share)
+                workers, initializer=_start_worker, initargs=(os.getpid(),)
             )
         else:
-            minhash.expect_signatures(expected or 0)
             executor = concurrent.futures.ThreadPoolExecutor(1)
         with executor, concurrent.futures.ThreadPoolExecutor(1) as embedding:
             stream = _prefetch(executor, prepare, batches, ahead=max(workers, 1))
@@ -595,11 +585,9 @@ def prepare_batch(
 MAX_AUTO_WORKERS = 2
 
 
-def _start_worker(parent: int, share: int) -> None:
-    """A fingerprinting worker's start: it expects ``share`` signatures
-    (minhash.expect_signatures: numba's kernels from the first when they
-    pay), it saves its term table when it ends (dedup_pg.term_cache), and it
-    ends when the ingesting process is gone. Killed (SIGKILL, an OOM kill),
+def _start_worker(parent: int) -> None:
+    """A fingerprinting worker's start: it saves its term table when it ends
+    (dedup_pg.term_cache), and it ends when the ingesting process is gone. Killed (SIGKILL, an OOM kill),
     that process cannot stop its pool, and its workers, blocked reading a
     queue whose other writers are each other, would wait forever."""
 
@@ -608,7 +596,6 @@ def _start_worker(parent: int, share: int) -> None:
             time.sleep(1.0)
         os._exit(1)
 
-    minhash.expect_signatures(share)
     threading.Thread(target=watch, name="dedup-pg-parent-watch", daemon=True).start()
     # a worker ends through multiprocessing, which skips atexit: its terms go
     # to the term cache at that exit instead (not when killed)

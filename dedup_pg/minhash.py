@@ -8,9 +8,10 @@ and lead rewrites (bench/results/semantic.md), where SimHash found 57%.
 
 The signature is NUM_PERM minimums of multiply-shift hashes of the text's
 distinct 5-grams (whitespace removed). The 5-gram hashes and the minimums are
-loops that numba compiles (``_minhash_jit``); numpy's versions of the same
-arithmetic, in chunks so a huge document costs time, not memory, are the
-reference the compiled ones are tested against, and the fallback.
+loops that LLVM compiles for the CPU when a process makes its first signature
+(``_minhash_jit``: ~0.05 s); numpy's versions of the same arithmetic, in chunks
+so a huge document costs time, not memory, are the reference the compiled ones
+are tested against, and the fallback.
 
 PostgreSQL cuts the signature's first BANDS * BAND_ROWS values into BANDS
 bands of BAND_ROWS values (``dedup_minhash_bands``) kept in
@@ -27,7 +28,6 @@ bench/candidate_recall.py.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -86,7 +86,7 @@ def shingle_hashes(key: str, kernels: _Kernels | None = None) -> np.ndarray:
     n = len(chars) - SHINGLE + 1
     if n <= 0:
         return np.empty(0, dtype=np.uint64)
-    h = (kernels or _kernels()).shingle_values(chars)
+    h = (kernels or compiled_kernels()).shingle_values(chars)
     # sort + drop repeats: what np.unique returns, at a third of its cost
     h.sort()
     if n > 1:
@@ -133,7 +133,7 @@ def signature(key: str) -> list[int] | None:
     """NUM_PERM minimums, each cut to VALUE_BITS bits (signed 16-bit: PostgreSQL
     ``smallint[]``), or None when the text has fewer than MIN_SHINGLES distinct
     5-grams."""
-    kernels = _kernels()
+    kernels = compiled_kernels()
     hashes = shingle_hashes(key, kernels)
     if len(hashes) < MIN_SHINGLES:
         return None
@@ -164,82 +164,18 @@ def band_keys(values: list[int], bands: int = BANDS) -> list[int]:
     return keys
 
 
-def vector_multiplies() -> bool:
-    """Whether this CPU multiplies 64-bit integers in vector registers
-    (x86 AVX-512 DQ and VL: ``vpmullq``, ``vpminuq``), so that numba's loop over
-    the minimums is vectorized: 0.37 -> 0.06 ms a sina2018 signature (5-grams
-    included) on an Intel Xeon with them, against 0.55-0.59 -> 0.37-0.49 on a
-    Zen 1 EPYC without them (BENCHMARKS.md, "Fingerprinting"). Read from
-    ``/proc/cpuinfo`` (Linux); False where that cannot tell."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return {"avx512dq", "avx512vl"} <= flags
-    except OSError:
-        pass
-    return False
-
-
-def _compile_after() -> int:
-    value = os.environ.get("DEDUP_PG_MINHASH_COMPILE_AFTER")
-    if value is not None:
-        return int(value)
-    return 1_200 if vector_multiplies() else 4_000
-
-
-#: Signatures a process makes with numpy's kernels before it loads numba's
-#: (``DEDUP_PG_MINHASH_COMPILE_AFTER``; negative: never). Loading numba costs
-#: ~0.5 s of CPU once (its import, scipy's BLAS check, the cached machine code)
-#: and ~100 MB of RSS (LLVM's shared library, file-backed). It saves ~0.3 ms a
-#: signature where the CPU has vector 64-bit multiplications
-#: (:func:`vector_multiplies`), 0.1-0.2 ms elsewhere, so it pays after ~1,200
-#: signatures there and ~4,000 elsewhere (whole `dedup-pg ingest` runs:
-#: BENCHMARKS.md, "Fingerprinting"), the default here. Switching once numpy
-#: has cost what loading would is never worse than twice the best choice made
-#: knowing the run's length; a process that knows its length calls
-#: :func:`expect_signatures` and loads them first when they pay. So a command
-#: that fingerprints a few texts never pays for numba, and a process short of
-#: memory can keep numpy's kernels.
-COMPILE_AFTER = _compile_after()
-_uses = 0
-
-
-def expect_signatures(count: int) -> None:
-    """Tell this process it is about to make ``count`` signatures: when that
-    many repay loading numba (``count >= COMPILE_AFTER``), its kernels are used
-    from the next signature on instead of after COMPILE_AFTER of numpy's."""
-    global _uses
-    if 0 <= COMPILE_AFTER <= count:
-        _uses = max(_uses, COMPILE_AFTER)
-
-
-def _kernels() -> _Kernels:
-    """The kernels for the next signature: numpy's for a process's first
-    COMPILE_AFTER, numba's after that (the same values)."""
-    global _uses
-    if COMPILE_AFTER < 0:
-        return NUMPY_KERNELS
-    if _uses < COMPILE_AFTER:
-        _uses += 1  # a lost update between threads only delays the switch
-        return NUMPY_KERNELS
-    return compiled_kernels()
-
-
 @functools.cache
 def compiled_kernels() -> _Kernels:
-    """The 5-gram hashes and the minimums as numba compiles them (same values:
-    0.33 -> 0.10 ms a sina2018 signature, one core), or numpy's where numba
-    cannot be imported."""
+    """The 5-gram hashes and the minimums as LLVM compiles them for this CPU
+    (:mod:`dedup_pg._minhash_jit`; the same values: 0.33 -> 0.03 ms a
+    sina2018 signature, one core), or numpy's where llvmlite cannot be
+    imported."""
     try:
         from . import _minhash_jit as jit
-    except ImportError:  # pragma: no cover - numba is a dependency
+    except ImportError:  # pragma: no cover - llvmlite is a dependency
         return NUMPY_KERNELS
-    return _Kernels(
-        lambda chars: jit.shingle_values(chars, SHINGLE, _PRIME),
-        lambda hashes: jit.minimums(hashes, _A, _B),
-    )
+    kernels = jit.Kernels(SHINGLE, int(_PRIME), _A, _B)
+    return _Kernels(kernels.shingle_values, kernels.minimums)
 
 
 def similarity(a: list[int], b: list[int]) -> float:

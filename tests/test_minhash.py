@@ -67,13 +67,13 @@ def test_signature_estimates_jaccard(sina):
 
 
 def test_compiled_kernels_equal_numpys(sina):
-    # numba's loops must give numpy's values bit for bit, on real text and at
+    # LLVM's loops must give numpy's values bit for bit, on real text and at
     # the edges (fewer characters than a 5-gram, one 5-gram, repeats, a
     # document longer than numpy's chunk, code points above the BMP)
     import numpy as np
 
     compiled = minhash.compiled_kernels()
-    assert compiled is not minhash.NUMPY_KERNELS, "numba is a dependency"
+    assert compiled is not minhash.NUMPY_KERNELS, "llvmlite is a dependency"
     texts = [a["body"] for a in sina[:300]] + [
         "",
         "abcd",
@@ -92,31 +92,46 @@ def test_compiled_kernels_equal_numpys(sina):
             assert np.array_equal(compiled.minimums(hashes), minhash.NUMPY_KERNELS.minimums(hashes))
 
 
-@pytest.mark.parametrize("items, compiled", [(4, True), (2, False)])
-def test_a_known_length_loads_the_compiled_kernels_first_when_they_pay(
-    dd, sina, monkeypatch, items, compiled
-):
-    # ingest of a list (its length known): the fingerprinting thread expects
-    # that many signatures and takes numba's kernels from the first when that
-    # many reach COMPILE_AFTER; fewer keep numpy's until then
-    monkeypatch.setattr(minhash, "COMPILE_AFTER", 3)
-    monkeypatch.setattr(minhash, "_uses", 0)
-    docs = [{"id": a["id"], "body": a["body"]} for a in sina[:items]]
-    assert [v.verdict for v in dd.ingest_many(docs, workers=0)] == ["new"] * items
-    assert (minhash._kernels() is minhash.compiled_kernels()) is compiled
-    assert minhash._uses == 3 if compiled else items + 1
+@pytest.mark.parametrize("cpu", [("x86-64", ""), ("x86-64-v3", ""), ("x86-64-v4", "")])
+def test_kernels_compiled_for_other_cpus_equal_numpys(sina, cpu):
+    # the machine code differs by CPU (scalar loops on a plain x86-64, AVX2's
+    # emulated 64-bit products on v3, AVX-512's on v4): the values do not.
+    # Compiled here, run here only where this CPU has the instructions.
+    import platform
+
+    import numpy as np
+
+    from dedup_pg import _minhash_jit as jit
+
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("x86-64 CPU names")
+    if cpu[0] == "x86-64-v4" and not _has_flags("avx512f", "avx512dq", "avx512vl", "avx512bw"):
+        pytest.skip("this CPU has no AVX-512")
+    if cpu[0] == "x86-64-v3" and not _has_flags("avx2", "bmi2", "fma"):
+        pytest.skip("this CPU has no AVX2")
+    kernels = jit.Kernels(minhash.SHINGLE, int(minhash._PRIME), minhash._A, minhash._B, cpu=cpu)
+    reference = minhash.NUMPY_KERNELS
+    empty = np.empty(0, dtype=np.uint64)
+    assert np.array_equal(kernels.minimums(empty), reference.minimums(empty))
+    assert len(kernels.shingle_values(np.zeros(4, dtype=np.uint32))) == 0
+    for a in sina[:100]:
+        chars = np.frombuffer("".join(a["body"].split()).encode("utf-32-le"), dtype=np.uint32)
+        assert np.array_equal(kernels.shingle_values(chars), reference.shingle_values(chars))
+        every_other = chars[::2]  # not contiguous: copied first
+        assert np.array_equal(
+            kernels.shingle_values(every_other), reference.shingle_values(every_other)
+        )
+        hashes = minhash.shingle_hashes(a["body"])
+        assert np.array_equal(kernels.minimums(hashes), reference.minimums(hashes))
 
 
-def test_the_switch_follows_the_cpus_vector_multiplications(monkeypatch):
-    monkeypatch.delenv("DEDUP_PG_MINHASH_COMPILE_AFTER", raising=False)
-    fast = minhash.vector_multiplies()
-    assert minhash._compile_after() == (1_200 if fast else 4_000)
-    monkeypatch.setenv("DEDUP_PG_MINHASH_COMPILE_AFTER", "-1")
-    assert minhash._compile_after() == -1
-    monkeypatch.setattr(minhash, "COMPILE_AFTER", -1)
-    monkeypatch.setattr(minhash, "_uses", 0)
-    minhash.expect_signatures(10**9)  # never: numpy's kernels whatever the length
-    assert minhash._kernels() is minhash.NUMPY_KERNELS
+def _has_flags(*names: str) -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            flags = next(line for line in fh if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return False
+    return set(names) <= set(flags)
 
 
 def test_facts_differ_on_both_sides_only_for_another_story(dd):

@@ -180,7 +180,7 @@ def ingest(
             click.echo(f"resuming after {skip} items already in {out_path}", err=True)
         bar = tqdm(unit="doc", disable=not show, file=sys.stderr, total=total if show else None)
         try:
-            for verdicts in dd.ingest_batches(items, workers=workers, expected=total):
+            for verdicts in dd.ingest_batches(items, workers=workers):
                 for verdict in verdicts:
                     key = verdict.verdict
                     if key == "duplicate":
