@@ -48,6 +48,41 @@ def test_threads_adding_terms_at_once_get_their_own_hashes():
     assert len(table) == 8 * 400 * 20
 
 
+def test_threads_meeting_a_table_that_starts_afresh_get_their_own_hashes():
+    # a lookup keeps the ids it read of known terms and looks up only the new
+    # ones again: a table started afresh (full) by another thread in between
+    # renumbers every term, and ids of the old numbering must not be kept
+    table = TermTable(limit=300)
+    shared = [f"s{m}" for m in range(10)]
+    failures = []
+
+    def work(k):
+        try:
+            for j in range(300):
+                # new words first: after a start afresh they take the ids
+                # the shared ones had
+                words = [f"w{k}_{j}_{m}" for m in range(10)] + shared[j % 10 :] + shared[: j % 10]
+                hashes, _ = table.term_weights(words)
+                expected = np.array([sh.term_hash(w) for w in words], dtype=np.uint64)
+                if not np.array_equal(hashes, expected):
+                    failures.append(words)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            failures.append(repr(exc))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
+    assert table._renumbered >= 8 * 300 * 10 // 300  # it did start afresh, often
+
+
 def test_a_full_table_starts_afresh_with_the_same_values(sina):
     table = TermTable(limit=2000)
     body = sina[0]["body"]
