@@ -1,5 +1,5 @@
-"""MinHash's two loops as machine code: LLVM (through llvmlite) compiles them for
-this CPU when :mod:`dedup_pg.minhash` first asks for them.
+"""MinHash's two loops as machine code: LLVM (:mod:`dedup_pg._llvm`) compiles them
+for this CPU when :mod:`dedup_pg.minhash` first asks for them.
 
 numpy computes the 128 x n products, sums and minimums in three passes of
 scalar 64-bit arithmetic (numpy has no vector loop for uint64 multiplication),
@@ -12,17 +12,19 @@ process ~0.5-0.8 s of CPU (its import, scipy's BLAS check, its type registries
 and its on-disk cache), about 1 s more where that cache was not yet written.
 
 The functions take numpy arrays (C-contiguous, of the dtypes named) and are
-called through ctypes, which releases the GIL for the call.
+called through ctypes, which releases the GIL for the call (a thread's
+signature does not hold up another thread).
 """
 
 from __future__ import annotations
 
 import ctypes
 
-import llvmlite.binding as llvm
 import numpy as np
 
-# ``{shingle}``, ``{prime}`` and ``{perms}`` are filled in by :func:`compile_kernels`;
+from ._llvm import compile_ir
+
+# ``{shingle}``, ``{prime}`` and ``{perms}`` are filled in by :class:`Kernels`;
 # LLVM then unrolls the 5-gram loop and vectorizes the permutations' loop.
 _IR = """
 declare i64 @llvm.umin.i64(i64, i64)
@@ -136,7 +138,7 @@ class Kernels:
         self.a = np.ascontiguousarray(a, dtype=np.uint64)
         self.b = np.ascontiguousarray(b, dtype=np.uint64)
         ir = _IR.format(shingle=shingle, prime=prime, perms=len(self.a))
-        self._engine = _compile(ir, cpu)
+        self._engine = compile_ir(ir, cpu)
         self._shingle_values = _SHINGLE_VALUES(self._engine.get_function_address("shingle_values"))
         self._minimums = _MINIMUMS(self._engine.get_function_address("minimums"))
 
@@ -158,26 +160,3 @@ class Kernels:
             hashes.ctypes.data, len(hashes), self.a.ctypes.data, self.b.ctypes.data, out.ctypes.data
         )
         return out
-
-
-def _compile(ir: str, cpu: tuple[str, str] | None = None) -> llvm.ExecutionEngine:
-    """``ir`` optimized as clang's -O3 would (loops vectorized) and compiled to
-    machine code for this CPU, or for ``cpu`` (LLVM's name of a CPU and its
-    features, ``("x86-64", "")`` say: the tests compile for CPUs without this
-    one's vector instructions)."""
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    module = llvm.parse_assembly(ir)
-    module.verify()
-    name, features = cpu or (llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
-    machine = llvm.Target.from_default_triple().create_target_machine(
-        cpu=name, features=features, opt=3
-    )
-    tuning = llvm.create_pipeline_tuning_options(speed_level=3)
-    tuning.loop_vectorization = True
-    tuning.slp_vectorization = True
-    passes = llvm.create_pass_builder(machine, tuning)
-    passes.getModulePassManager().run(module, passes)
-    engine = llvm.create_mcjit_compiler(module, machine)
-    engine.finalize_object()
-    return engine

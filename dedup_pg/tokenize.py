@@ -32,7 +32,19 @@ from typing import NamedTuple
 import numpy as np
 import rjieba
 
+from . import _terms_jit as _jit
 from .facts import NAME_TAGS, is_name
+
+#: One consistent state of a :class:`TermTable`: term -> id, and by id the
+#: IDF, the term hash and the name flag, and the index from word hash to id
+_Snapshot = tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, _jit.Index]
+
+
+@lru_cache(maxsize=1)
+def term_kernels() -> _jit.TermKernels:
+    """The term table's compiled loops (~0.05 s to compile, once a process)."""
+    return _jit.TermKernels()
+
 
 # Function words and crawler filler that carry no topic. Kept short on purpose:
 # IDF already down-weights common words; these are the ones so common that
@@ -193,18 +205,22 @@ def weighted_terms(text: str) -> dict[str, float]:
     return {term: counts[term] * float(w) for term, w in zip(terms, idf, strict=True)}
 
 
-#: Terms a :class:`TermTable` holds before it starts afresh (about 170 bytes
-#: each, the term included, so at most about 85 MB: a long-running service
-#: meets new names and numbers every day and must not keep all of them).
+#: Terms a :class:`TermTable` holds before it starts afresh (about 195 bytes
+#: each, the term and 25 bytes of index included, so at most about 100 MB: a
+#: long-running service meets new names and numbers every day and must not
+#: keep all of them).
 TERM_TABLE_LIMIT = 500_000
 
 
 class TermTable:
     """Terms seen so far, with their IDF, 64-bit hash and name flag in numpy arrays.
 
-    One dictionary lookup per distinct term of a document replaces four (stop
-    list, IDF, hash, part of speech), and the per-document work becomes array
-    indexing.
+    One lookup per distinct term of a document replaces four (stop list, IDF,
+    hash, part of speech), and the per-document work becomes array indexing.
+    The words are counted and looked up by compiled loops
+    (:mod:`dedup_pg._terms_jit`: an index from each word's 64-bit hash to its
+    id, beside the dict from term to id that new terms are checked against
+    and the term cache file is written from).
 
     The name flag is whether the term is a name fact (``facts.is_name``): it
     depends on the term alone, so ``rjieba.cut`` plus the flags gives the
@@ -220,15 +236,16 @@ class TermTable:
     its own when the process ends (:mod:`dedup_pg.term_cache`). Safe for
     threads (the HTTP service fingerprints requests in parallel): terms
     are added under a lock, and a reader uses one consistent snapshot of
-    (index, IDF, hashes, flags), which writers only ever extend in place or
-    replace.
+    (terms, IDF, hashes, flags, index), which writers only ever extend in
+    place or replace (the index with the arrays: an id found in an index is
+    inside the arrays of its snapshot).
     """
 
     def __init__(self, limit: int = TERM_TABLE_LIMIT, *, persist: bool = False) -> None:
         self.limit = limit
         self.persist = persist
         self._lock = threading.Lock()
-        self._state: tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray] = self._empty()
+        self._state: _Snapshot = self._empty()
         self._loaded = False  # the file read (persist) on the first new term
         self._from_file = 0  # terms the file gave, the first ids
         self._from_text: set[int] = set()  # ids whose name flag came from a text
@@ -252,10 +269,12 @@ class TermTable:
             return
         terms = entries[0]
         n = len(terms)
-        arrays = self._grown(*self._empty()[1:], n)
+        arrays = self._grown(*self._empty()[1:4], n)
         for arr, values in zip(arrays, entries[1:], strict=True):
             arr[:n] = values
-        self._state = (dict(zip(terms, range(n), strict=True)), *arrays)
+        slots = _jit.Index.holding(n)
+        term_kernels().insert(slots, term_kernels().word_hashes(terms), np.arange(n))
+        self._state = (dict(zip(terms, range(n), strict=True)), *arrays, slots)
         self._from_file, self._read = n, read
 
     def save(self) -> None:
@@ -267,7 +286,7 @@ class TermTable:
         from . import term_cache
 
         with self._lock:
-            index, idf, hashes, names = self._state
+            index, idf, hashes, names, _ = self._state
             n = len(index)
             if n <= self._from_file:
                 return
@@ -301,82 +320,106 @@ class TermTable:
         )
 
     @staticmethod
-    def _empty() -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
-        return {}, np.zeros(1024), np.zeros(1024, dtype=np.uint64), np.zeros(1024, dtype=np.int8)
+    def _empty() -> _Snapshot:
+        return (
+            {},
+            np.zeros(1024),
+            np.zeros(1024, dtype=np.uint64),
+            np.zeros(1024, dtype=np.int8),
+            _jit.Index.holding(1024),
+        )
 
     def __len__(self) -> int:
         return len(self._state[0])
 
     def _add(
-        self, new: list[str], terms: Iterable[str], text: str | None
-    ) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
-        """Add those of ``new`` still missing (distinct terms, all among
-        ``terms``, words of ``text`` when given); the snapshot that holds all
-        of ``terms``. A new term costs one list entry per array (filled in
-        slices, not element by element) and, when it could be a name, its
-        share of one ``rjieba.tag`` of all such terms."""
+        self,
+        new: list[str],
+        new_keys: np.ndarray,
+        words: list[str],
+        first: np.ndarray,
+        text: str | None,
+    ) -> _Snapshot:
+        """Add those of ``new`` (distinct terms, their word hashes
+        ``new_keys``) still missing, all among ``words`` (whose distinct
+        terms start at positions ``first``; words of ``text`` when given); the
+        snapshot that holds all of them. A new term costs one list entry per
+        array (filled in slices, not element by element), an index slot and,
+        when it could be a name, its share of one ``rjieba.tag`` of all such
+        terms."""
         from .simhash import term_hashes
 
         tables = jieba_tables()
+        kernels = term_kernels()
         with self._lock:
             renumbered = False
             if self.persist and not self._loaded:
                 self._load()
                 renumbered = True
-            index, idf, hashes, names = self._state
-            missing = [t for t in new if t not in index]
+            index, idf, hashes, names, slots = self._state
+            missing_at = [k for k, t in enumerate(new) if t not in index]
+            missing = [new[k] for k in missing_at]
+            keys = new_keys[missing_at]
             if len(index) + len(missing) > self.limit:
-                index, idf, hashes, names = self._empty()
-                missing = list(dict.fromkeys(terms))
+                index, idf, hashes, names, slots = self._empty()
+                missing = [words[k] for k in first.tolist()]
+                keys = kernels.word_hashes(missing)
                 self._from_file, self._from_text = 0, set()
                 renumbered = True
             need = len(index) + len(missing)
             if need > len(idf):
                 idf, hashes, names = self._grown(idf, hashes, names, need)
                 index = dict(index)
-            first, last = len(index), need
+                # new arrays, a new index: a reader of the old snapshot finds
+                # no id beyond its arrays
+                slots = slots.copy(need, kernels)
+            elif not slots.room_for(need):
+                slots = slots.copy(need, kernels)
+            first_id, last_id = len(index), need
             word = _WORD.search
             new_hashes = term_hashes(missing)
             weights = tables.idf_of(missing, new_hashes)
             # stop tokens and punctuation get weight 0: they are in the table
             # so that they are looked up once, and vote with nothing
             weights[[k for k, t in enumerate(missing) if t in STOP_TOKENS or not word(t)]] = 0.0
-            idf[first:last] = weights
-            hashes[first:last] = new_hashes
+            idf[first_id:last_id] = weights
+            hashes[first_id:last_id] = new_hashes
             from_text: list[int] = []
-            names[first:last] = _name_flags(missing, text, from_text, new_hashes)
-            self._from_text.update(first + k for k in from_text)
+            names[first_id:last_id] = _name_flags(missing, text, from_text, new_hashes)
+            self._from_text.update(first_id + k for k in from_text)
             # after their values: a reader seeing a term finds them
-            index.update(zip(missing, range(first, last), strict=True))
-            self._state = (index, idf, hashes, names)
+            kernels.insert(slots, keys, np.arange(first_id, last_id))
+            index.update(zip(missing, range(first_id, last_id), strict=True))
+            self._state = (index, idf, hashes, names, slots)
             if renumbered:
                 self._renumbered += 1
             return self._state
 
     def _ids(
-        self, counts: Counter[str], text: str | None
-    ) -> tuple[list[int], tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]]:
-        """The id of each term of ``counts`` in the snapshot returned with
-        them, the new terms added. Only the new terms are looked up again
-        after they are added (a dict lookup in a table of ~100k terms or more
-        costs ~0.15-0.3 us: a few cache misses), unless the ids changed
-        meanwhile: the count of renumberings is read before the snapshot and
-        raised after a new one is in place, so ids read from a snapshot
-        older than a renumbering are never kept with a newer one."""
+        self, words: list[str], text: str | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, _Snapshot]:
+        """The distinct terms among ``words``, in order of first occurrence:
+        their ids in the snapshot returned with them (new terms added),
+        their counts and the position of each one's first occurrence in
+        ``words`` (:meth:`_terms_jit.TermKernels.distinct_ids`). Only the new
+        terms are looked up again after they are added, unless the ids
+        changed meanwhile: the count of renumberings is read before the
+        snapshot and raised after a new one is in place, so ids read from a
+        snapshot older than a renumbering are never kept with a newer one."""
         renumbered = self._renumbered
         state = self._state
-        ids = list(map(state[0].get, counts))
-        if None in ids:
-            terms = list(counts)
-            new_at = [k for k, i in enumerate(ids) if i is None]
-            state = self._add([terms[k] for k in new_at], counts, text)
-            get = state[0].__getitem__
+        kernels = term_kernels()
+        keys, ids, counts, first = kernels.distinct_ids(words, state[4])
+        missing = np.flatnonzero(ids < 0)
+        if len(missing):
+            new = [words[k] for k in first[missing].tolist()]
+            state = self._add(new, keys[missing], words, first, text)
             if self._renumbered != renumbered:
-                ids = list(map(get, terms))
+                ids = kernels.distinct_ids(words, state[4])[1]
             else:
-                for k in new_at:
-                    ids[k] = get(terms[k])
-        return ids, state
+                get = state[0].__getitem__
+                ids[missing] = [get(t) for t in new]
+        return ids, counts, first, state
 
     def weights(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(hashes, TF-IDF weights) of the distinct terms of ``text``."""
@@ -386,30 +429,24 @@ class TermTable:
         """(hashes, TF-IDF weights) of the distinct terms among ``words`` (a
         segmentation: ``rjieba.cut``, or the words of ``rjieba.tag``, which
         segments alike)."""
-        counts = Counter(words)
-        ids, (_, idf, hashes, _) = self._ids(counts, None)
-        idx = np.array(ids, dtype=np.intp)
-        tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
-        return hashes[idx], tf * idf[idx]
+        ids, counts, _, (_, idf, hashes, _, _) = self._ids(list(words), None)
+        return hashes[ids], counts * idf[ids]
 
     def lookup(self, words: list[str], text: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
         """(hashes, TF-IDF weights, name facts) of the distinct terms among
-        ``words``, the ``rjieba.cut`` of ``text``. The names are those
-        ``facts.tagged_facts`` would take from ``rjieba.tag(text)``, distinct,
-        in text order."""
-        counts = Counter(words)
-        ids, (_, idf, hashes, names) = self._ids(counts, text)
-        idx = np.array(ids, dtype=np.intp)
-        tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
-        flags = names[idx]
-        terms = list(counts)
+        ``words``, the ``rjieba.cut`` of ``text``, in order of first
+        occurrence. The names are those ``facts.tagged_facts`` would take from
+        ``rjieba.tag(text)``, distinct, in text order."""
+        ids, counts, first, (_, idf, hashes, names, _) = self._ids(words, text)
+        flags = names[ids]
         if flags.min(initial=0) < 0:  # added without a text and split when tagged alone
             tags = dict(rjieba.tag(text))
             for k in np.flatnonzero(flags < 0):
+                term = words[first[k]]
                 # the same value from any text: a plain store, no lock needed
-                names[ids[k]] = flags[k] = is_name(terms[k], tags[terms[k]])
-                self._from_text.add(ids[k])
-        return hashes[idx], tf * idf[idx], [terms[k] for k in np.flatnonzero(flags)]
+                names[ids[k]] = flags[k] = is_name(term, tags[term])
+                self._from_text.add(int(ids[k]))
+        return hashes[ids], counts * idf[ids], [words[first[k]] for k in np.flatnonzero(flags)]
 
 
 def _dictionary_names() -> frozenset[str]:

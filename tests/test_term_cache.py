@@ -106,7 +106,7 @@ def test_a_bad_or_stale_file_is_ignored_and_replaced(tmp_path, monkeypatch, sina
     assert not stale.exists()
     # read back whole: same terms, ids and values
     terms, idf, hashes, names = entries
-    index, t_idf, t_hashes, t_names = table._state
+    index, t_idf, t_hashes, t_names, _ = table._state
     assert terms == list(index)
     n = len(terms)
     assert np.array_equal(idf, t_idf[:n]) and np.array_equal(hashes, t_hashes[:n])
@@ -125,7 +125,7 @@ def test_name_flags_taken_from_a_text_are_stored_as_unknown(tmp_path, monkeypatc
     assert table._from_text  # sina2018 has such terms (2,464 of 210,576)
     table.save()
     terms, _, _, names = term_cache.load()
-    index, _, _, t_names = table._state
+    index, _, _, t_names, _ = table._state
     from_text = sorted(table._from_text)
     assert all(names[i] == -1 for i in from_text)
     others = np.setdiff1d(np.arange(len(terms)), from_text)

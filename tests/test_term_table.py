@@ -83,6 +83,43 @@ def test_threads_meeting_a_table_that_starts_afresh_get_their_own_hashes():
     assert table._renumbered >= 8 * 300 * 10 // 300  # it did start afresh, often
 
 
+@pytest.mark.parametrize("kind", ["article", "hostile"])
+def test_the_compiled_count_is_a_counters(sina, kind):
+    # distinct words in order of first occurrence with their counts, as
+    # Counter gives them, whether the words are cut at the NUL the kernels put
+    # between them or, where a word holds one or is empty, by their lengths
+    from collections import Counter
+
+    from dedup_pg import _terms_jit
+
+    kernels = tokenize.term_kernels()
+    if kind == "article":
+        texts = [rjieba.cut(a["body"]) for a in sina[:50]]
+    else:
+        texts = [
+            ["a\x00b", "a", "\x00", "a\x00b", "", "", "b"],
+            ["\ud800", "x", "\ud800", "𠀀𠀁", "𠀀", "𠀀𠀁"],
+            [],
+            ["同"] * 500 + ["一"],
+        ]
+    index = _terms_jit.Index.holding(10)
+    for words in texts:
+        keys, ids, counts, first = kernels.distinct_ids(words, index)
+        expected = Counter(words)
+        assert [words[k] for k in first] == list(expected)
+        assert counts.tolist() == list(expected.values())
+        assert (ids == -1).all()  # an empty index
+        assert np.array_equal(kernels.word_hashes(list(expected)), keys)
+    # found once inserted, by id
+    words = texts[0]
+    keys, _, _, first = kernels.distinct_ids(words, index)
+    index = index.copy(len(keys), kernels)
+    kernels.insert(index, keys, np.arange(len(keys)) + 7)
+    assert kernels.distinct_ids(words, index)[1].tolist() == list(range(7, 7 + len(keys)))
+    grown = index.copy(10 * len(keys), kernels)
+    assert kernels.distinct_ids(words, grown)[1].tolist() == list(range(7, 7 + len(keys)))
+
+
 def test_a_full_table_starts_afresh_with_the_same_values(sina):
     table = TermTable(limit=2000)
     body = sina[0]["body"]
