@@ -1,7 +1,8 @@
 """Loops compiled to machine code by LLVM, through llvmlite (numba's own backend,
 wheels only): the MinHash kernels (:mod:`dedup_pg._minhash_jit`) and the term
-table's (:mod:`dedup_pg._terms_jit`), each written in LLVM's own language and
-compiled for the CPU the process runs on, in a few tens of milliseconds.
+table's and SimHash vote's (:mod:`dedup_pg._terms_jit`), each written in LLVM's
+own language and compiled for the CPU the process runs on, in a few tens of
+milliseconds.
 """
 
 from __future__ import annotations

@@ -580,7 +580,7 @@ def prepare_batch(
 
 #: The most fingerprinting processes :func:`default_workers` picks: past two,
 #: the one database connection is the bottleneck (a cold process fingerprints
-#: a sina2018 document in ~1.2-2 ms, ``dedup_ingest`` checks and stores it in
+#: a sina2018 document in ~0.9-1.2 ms, ``dedup_ingest`` checks and stores it in
 #: ~0.6-1.5 ms), so more processes only add start-up cost.
 MAX_AUTO_WORKERS = 2
 

@@ -13,7 +13,7 @@ one band. So a lookup that probes every band value within radius
 band match) for the duplicate distance 3, radius 1 (17 values a band) for
 review distances up to 7.
 
-The vote is computed with numpy. It gives the same fingerprint as the
+The vote is summed by a compiled loop. It gives the same fingerprint as the
 ``simhash`` package's ``Simhash(features, f=64, hashfunc=...)`` for the same
 hash function (asserted in tests) at a fraction of the cost.
 """
@@ -76,33 +76,43 @@ def simhash_arrays(hashes: np.ndarray, weights: np.ndarray) -> int:
     weights: bit i is set when the weights of the terms with bit i set
     outweigh those without, exactly (a tie leaves it clear).
 
-    The votes come from one matrix product, whose additions BLAS orders as
-    the CPU's kernel likes: a vote near zero (a tie, common in short texts
-    whose unknown terms share the median IDF) came out slightly positive
-    under one kernel and negative under another, so the same text had
-    SimHashes 3-5 bits apart on two machines (336 of dxy_covid_short's 3,712
-    items between OpenBLAS's Haswell and Katmai kernels on one machine). A
-    vote within the product's rounding bound is summed again exactly
-    (``math.fsum``): the bits are the exact ones on every machine."""
+    The votes are summed by a compiled loop (:mod:`dedup_pg._terms_jit`), in
+    the terms' order. Until stop 62 they came from a matrix product, whose
+    additions BLAS orders as the CPU's kernel likes: a vote near zero (a tie,
+    common in short texts whose unknown terms share the median IDF) came out
+    slightly positive under one kernel and negative under another, so the
+    same text had SimHashes 3-5 bits apart on two machines (336 of
+    dxy_covid_short's 3,712 items between OpenBLAS's Haswell and Katmai
+    kernels on one machine). Whatever the order, a vote within the sum's
+    rounding bound is summed again exactly (``math.fsum``): the bits are the
+    exact ones on every machine, and the same as the product's were."""
     if len(hashes) == 0:
         return 0
-    bits = np.unpackbits(
-        hashes.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little"
-    )
-    # each bit as -1.0 or +1.0: the values of 2.0 * bits - 1.0, made in place
-    # (numpy's mixed uint8 * float loop cost four times the whole vote)
-    signs = bits.astype(np.float64)
-    signs *= 2.0
-    signs -= 1.0
-    votes = weights @ signs
+    from ._terms_jit import kernels
+
+    votes = kernels().simhash_votes(hashes, weights)
     # |computed - exact| <= n * u / (1 - n * u) * sum(|w|) in any order of
-    # additions (the products by +-1 are exact); twice that, to be safe
+    # additions (the terms are +-w, exact); twice that, to be safe
     bound = 2.0 * len(weights) * _UNIT_ROUNDOFF * float(weights.sum())
     close = np.abs(votes) <= bound
     if close.any():  # none in 3,000 sina2018 texts; ~9% of short DXY items
+        hashes = np.asarray(hashes, dtype=np.uint64)
         for i in np.flatnonzero(close):
-            votes[i] = math.fsum((weights * signs[:, i]).tolist())
+            bit = (hashes >> np.uint64(i)) & np.uint64(1)
+            votes[i] = math.fsum(np.where(bit == 1, weights, -weights).tolist())
     return int(np.packbits(votes > 0, bitorder="little").view("<u8")[0])
+
+
+def simhash_votes_numpy(hashes: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The 64 votes by numpy (each bit as -1.0 or +1.0, one matrix product):
+    the reference the compiled loop is tested against."""
+    bits = np.unpackbits(
+        np.asarray(hashes, dtype="<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little"
+    )
+    signs = bits.astype(np.float64)
+    signs *= 2.0
+    signs -= 1.0
+    return weights @ signs
 
 
 def to_signed(value: int) -> int:

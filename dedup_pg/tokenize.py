@@ -40,10 +40,7 @@ from .facts import NAME_TAGS, is_name
 _Snapshot = tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, _jit.Index]
 
 
-@lru_cache(maxsize=1)
-def term_kernels() -> _jit.TermKernels:
-    """The term table's compiled loops (~0.05 s to compile, once a process)."""
-    return _jit.TermKernels()
+term_kernels = _jit.kernels
 
 
 # Function words and crawler filler that carry no topic. Kept short on purpose:

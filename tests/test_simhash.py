@@ -47,6 +47,22 @@ def test_simhash_votes_are_exact_whatever_the_order_of_terms(dxy):
     assert orders > 1000
 
 
+def test_compiled_votes_are_numpys_up_to_rounding(sina, dxy):
+    # the compiled loop adds each bit's votes in the terms' order, the matrix
+    # product in BLAS's: the sums agree within the rounding bound that
+    # simhash_arrays re-sums exactly inside, and the bits are the same
+    from dedup_pg._terms_jit import kernels
+
+    texts = [a["body"] for a in sina[:200]] + [f"{i['title']}\n{i['body']}" for i in dxy[:200]]
+    for text in texts:
+        hashes, weights = TERMS.weights(text)
+        compiled = kernels().simhash_votes(hashes, weights)
+        reference = sh.simhash_votes_numpy(hashes, weights)
+        bound = 2.0 * len(weights) * 2.0**-53 * float(weights.sum())
+        assert np.all(np.abs(compiled - reference) <= bound), text[:40]
+    assert kernels().simhash_votes(np.empty(0, np.uint64), np.empty(0)).tolist() == [0.0] * 64
+
+
 def test_tokens_drop_punctuation_and_stop_tokens():
     toks = tokens("北京时间11月5日，中国女排在世锦赛上3比0战胜了对手！")
     assert "，" not in toks and "！" not in toks and "的" not in toks and "了" not in toks
