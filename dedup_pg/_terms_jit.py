@@ -13,7 +13,7 @@ distinct word.
 
 The vote: for each of the 64 bits, the terms' weights added (bit set) or
 subtracted (bit clear) in the terms' order, where numpy's matrix product of
-the weights and a +-1 matrix of the bits took 23-30 µs a sina2018 text (16).
+the weights and a +-1 matrix of the bits took 23-30 µs a sina2018 text, the loop 16.
 
 A word is known by its hash: two words of one hash (about one chance in
 10^8 among 500,000 terms) would share one term's values. The callers
