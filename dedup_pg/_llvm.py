@@ -7,7 +7,18 @@ milliseconds.
 
 from __future__ import annotations
 
+import ctypes
+
 import llvmlite.binding as llvm
+import numpy as np
+
+#: ctypes' types of a pointer argument and a 64-bit integer one
+POINTER, INT64 = ctypes.c_void_p, ctypes.c_int64
+
+
+def address(arr: np.ndarray) -> int:
+    """Where a numpy array's data starts, for a pointer argument."""
+    return arr.__array_interface__["data"][0]
 
 
 def compile_ir(ir: str, cpu: tuple[str, str] | None = None) -> llvm.ExecutionEngine:

@@ -22,7 +22,7 @@ import ctypes
 
 import numpy as np
 
-from ._llvm import compile_ir
+from ._llvm import INT64, POINTER, address, compile_ir
 
 # ``{shingle}``, ``{prime}`` and ``{perms}`` are filled in by :class:`Kernels`;
 # LLVM then unrolls the 5-gram loop and vectorizes the permutations' loop.
@@ -116,9 +116,8 @@ exit:
 }}
 """
 
-_P, _N = ctypes.c_void_p, ctypes.c_int64
-_SHINGLE_VALUES = ctypes.CFUNCTYPE(None, _P, _N, _P)
-_MINIMUMS = ctypes.CFUNCTYPE(None, _P, _N, _P, _P, _P)
+_SHINGLE_VALUES = ctypes.CFUNCTYPE(None, POINTER, INT64, POINTER)
+_MINIMUMS = ctypes.CFUNCTYPE(None, POINTER, INT64, POINTER, POINTER, POINTER)
 
 
 class Kernels:
@@ -141,6 +140,7 @@ class Kernels:
         self._engine = compile_ir(ir, cpu)
         self._shingle_values = _SHINGLE_VALUES(self._engine.get_function_address("shingle_values"))
         self._minimums = _MINIMUMS(self._engine.get_function_address("minimums"))
+        self._permutations = (address(self.a), address(self.b))
 
     def shingle_values(self, chars: np.ndarray) -> np.ndarray:
         """The hash of each 5-gram of the code points ``chars`` (uint32;
@@ -148,7 +148,7 @@ class Kernels:
         chars = np.ascontiguousarray(chars, dtype=np.uint32)
         out = np.empty(max(len(chars) - self.shingle + 1, 0), dtype=np.uint64)
         if len(out):
-            self._shingle_values(chars.ctypes.data, len(out), out.ctypes.data)
+            self._shingle_values(address(chars), len(out), address(out))
         return out
 
     def minimums(self, hashes: np.ndarray) -> np.ndarray:
@@ -156,7 +156,5 @@ class Kernels:
         each permutation i: ``minhash._minimums_numpy``'s values."""
         hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
         out = np.empty(len(self.a), dtype=np.uint64)
-        self._minimums(
-            hashes.ctypes.data, len(hashes), self.a.ctypes.data, self.b.ctypes.data, out.ctypes.data
-        )
+        self._minimums(address(hashes), len(hashes), *self._permutations, address(out))
         return out

@@ -29,6 +29,9 @@ import functools
 
 import numpy as np
 
+from ._llvm import INT64 as _N
+from ._llvm import POINTER as _P
+from ._llvm import address as _address
 from ._llvm import compile_ir
 
 _IR = """
@@ -295,17 +298,12 @@ exit:
 }
 """
 
-_P, _N = ctypes.c_void_p, ctypes.c_int64
 # PYFUNCTYPE: called with the GIL held, so a lookup never runs while another
 # thread's insert writes the same index (both are a few microseconds)
 _WORD_HASHES = ctypes.PYFUNCTYPE(None, ctypes.c_char_p, _P, _N, _P)
 _DISTINCT_IDS = ctypes.PYFUNCTYPE(_N, ctypes.c_char_p, _P, _N, _P, _P, _N, _P, _N, _P)
 _INSERT = ctypes.PYFUNCTYPE(None, _P, _P, _N, _P, _P, _N)
 _SIMHASH_VOTES = ctypes.CFUNCTYPE(None, _P, _P, _N, _P)
-
-
-def _address(arr: np.ndarray) -> int:
-    return arr.__array_interface__["data"][0]
 
 
 def _lens_address(lens: array.array | None) -> int | None:

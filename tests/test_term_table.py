@@ -21,29 +21,7 @@ def test_threads_adding_terms_at_once_get_their_own_hashes():
     # before the lock: IndexError (an array grown by one thread under another)
     # and terms holding another term's hash, so wrong SimHashes for good
     table = TermTable()
-    failures = []
-
-    def work(k):
-        try:
-            for j in range(400):
-                words = [f"w{k}_{j}_{m}" for m in range(20)]
-                hashes, _ = table.term_weights(words)
-                expected = np.array([sh.term_hash(w) for w in words], dtype=np.uint64)
-                if not np.array_equal(hashes, expected):
-                    failures.append(words)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            failures.append(repr(exc))
-
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # switch threads as often as possible
-    try:
-        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        sys.setswitchinterval(interval)
+    failures = _hashes_in_threads(table, 400, lambda k, j: [f"w{k}_{j}_{m}" for m in range(20)])
     assert failures == []
     assert len(table) == 8 * 400 * 20
 
@@ -54,14 +32,26 @@ def test_threads_meeting_a_table_that_starts_afresh_get_their_own_hashes():
     # renumbers every term, and ids of the old numbering must not be kept
     table = TermTable(limit=300)
     shared = [f"s{m}" for m in range(10)]
+
+    def words(k, j):
+        # new words first: after a start afresh they take the ids the shared
+        # ones had
+        return [f"w{k}_{j}_{m}" for m in range(10)] + shared[j % 10 :] + shared[: j % 10]
+
+    assert _hashes_in_threads(table, 300, words) == []
+    assert table._renumbered >= 8 * 300 * 10 // 300  # it did start afresh, often
+
+
+def _hashes_in_threads(table, rounds, words_of, threads=8):
+    """Each of ``threads`` threads, all at once and switching as often as
+    Python can, looks up ``words_of(k, j)`` for j < ``rounds`` (k: the
+    thread); the word lists whose hashes came back wrong, and the errors."""
     failures = []
 
     def work(k):
         try:
-            for j in range(300):
-                # new words first: after a start afresh they take the ids
-                # the shared ones had
-                words = [f"w{k}_{j}_{m}" for m in range(10)] + shared[j % 10 :] + shared[: j % 10]
+            for j in range(rounds):
+                words = words_of(k, j)
                 hashes, _ = table.term_weights(words)
                 expected = np.array([sh.term_hash(w) for w in words], dtype=np.uint64)
                 if not np.array_equal(hashes, expected):
@@ -72,15 +62,14 @@ def test_threads_meeting_a_table_that_starts_afresh_get_their_own_hashes():
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     try:
-        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-        for t in threads:
+        running = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+        for t in running:
             t.start()
-        for t in threads:
+        for t in running:
             t.join()
     finally:
         sys.setswitchinterval(interval)
-    assert failures == []
-    assert table._renumbered >= 8 * 300 * 10 // 300  # it did start afresh, often
+    return failures
 
 
 @pytest.mark.parametrize("kind", ["article", "hostile"])
