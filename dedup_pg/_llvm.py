@@ -8,9 +8,12 @@ milliseconds.
 from __future__ import annotations
 
 import ctypes
+from typing import TYPE_CHECKING
 
-import llvmlite.binding as llvm
 import numpy as np
+
+if TYPE_CHECKING:
+    import llvmlite.binding as llvm
 
 #: ctypes' types of a pointer argument and a 64-bit integer one
 POINTER, INT64 = ctypes.c_void_p, ctypes.c_int64
@@ -26,6 +29,8 @@ def compile_ir(ir: str, cpu: tuple[str, str] | None = None) -> llvm.ExecutionEng
     machine code for this CPU, or for ``cpu`` (LLVM's name of a CPU and its
     features, ``("x86-64", "")`` say: the tests compile for CPUs without this
     one's vector instructions)."""
+    import llvmlite.binding as llvm  # on the first compile: ~40 ms and ~40 MB
+
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     module = llvm.parse_assembly(ir)
