@@ -5,8 +5,8 @@ numpy computes the 128 x n products, sums and minimums in three passes of
 scalar 64-bit arithmetic (numpy has no vector loop for uint64 multiplication),
 and the 5-gram hashes in eleven passes; one fused loop each, vectorized by
 LLVM, gives the same values in a tenth of the time. The loops are written in
-LLVM's own language below, ~50 lines, and compiled in ~0.05 s (llvmlite's
-import ~0.1 s more). numba compiled the same loops from Python until this
+LLVM's own language below, ~50 lines, and compiled in ~0.03-0.05 s (llvmlite's
+import ~0.04 s more, once a process). numba compiled the same loops from Python until this
 module was rewritten: it gave the same machine code, and loading it cost a
 process ~0.5-0.8 s of CPU (its import, scipy's BLAS check, its type registries
 and its on-disk cache), about 1 s more where that cache was not yet written.

@@ -310,6 +310,15 @@ def _lens_address(lens: array.array | None) -> int | None:
     return None if lens is None else lens.buffer_info()[0]
 
 
+def _slots(count: int, least: int) -> int:
+    """The open-addressing slots for ``count`` keys, at most half full: a
+    power of two, at least ``least``."""
+    slots = least
+    while slots < 2 * count:
+        slots *= 2
+    return slots
+
+
 class Index:
     """An open-addressing index from word hash to term id: ``keys`` (uint64,
     0 empty) and ``ids`` (int32), a power of two of slots, at most half full."""
@@ -323,10 +332,7 @@ class Index:
     @classmethod
     def holding(cls, count: int) -> Index:
         """An empty index with room for ``count`` terms at most half full."""
-        slots = 1024
-        while slots < 2 * count:
-            slots *= 2
-        return cls(slots)
+        return cls(_slots(count, 1024))
 
     def room_for(self, count: int) -> bool:
         return 2 * count <= self.mask + 1
@@ -380,9 +386,7 @@ class TermKernels:
         the position of each one's first occurrence), int64 but the hashes."""
         n = len(words)
         codes, lens = self._words(words)
-        slots = 64
-        while slots < 2 * n:
-            slots *= 2
+        slots = _slots(n, 64)
         seen = np.zeros(2 * slots, dtype=np.uint64)
         out = np.empty(4 * n, dtype=np.int64)
         keys, ids = index.addresses

@@ -587,9 +587,10 @@ MAX_AUTO_WORKERS = 2
 
 def _start_worker(parent: int) -> None:
     """A fingerprinting worker's start: it saves its term table when it ends
-    (dedup_pg.term_cache), and it ends when the ingesting process is gone. Killed (SIGKILL, an OOM kill),
-    that process cannot stop its pool, and its workers, blocked reading a
-    queue whose other writers are each other, would wait forever."""
+    (dedup_pg.term_cache), and it ends when the ingesting process is gone.
+    Killed (SIGKILL, an OOM kill), that process cannot stop its pool, and its
+    workers, blocked reading a queue whose other writers are each other,
+    would wait forever."""
 
     def watch() -> None:
         while os.getppid() == parent:

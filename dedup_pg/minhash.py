@@ -11,7 +11,7 @@ distinct 5-grams (whitespace removed). The 5-gram hashes and the minimums are
 loops that LLVM compiles for the CPU when a process makes its first signature
 (``_minhash_jit``: ~0.05 s); numpy's versions of the same arithmetic, in chunks
 so a huge document costs time, not memory, are the reference the compiled ones
-are tested against, and the fallback.
+are tested against.
 
 PostgreSQL cuts the signature's first BANDS * BAND_ROWS values into BANDS
 bands of BAND_ROWS values (``dedup_minhash_bands``) kept in
@@ -167,13 +167,10 @@ def band_keys(values: list[int], bands: int = BANDS) -> list[int]:
 @functools.cache
 def compiled_kernels() -> _Kernels:
     """The 5-gram hashes and the minimums as LLVM compiles them for this CPU
-    (:mod:`dedup_pg._minhash_jit`; the same values: 0.33 -> 0.03 ms a
-    sina2018 signature, one core), or numpy's where llvmlite cannot be
-    imported."""
-    try:
-        from . import _minhash_jit as jit
-    except ImportError:  # pragma: no cover - llvmlite is a dependency
-        return NUMPY_KERNELS
+    (:mod:`dedup_pg._minhash_jit`; the same values: 0.35 -> 0.035 ms a
+    sina2018 signature, one core)."""
+    from . import _minhash_jit as jit
+
     kernels = jit.Kernels(SHINGLE, int(_PRIME), _A, _B)
     return _Kernels(kernels.shingle_values, kernels.minimums)
 

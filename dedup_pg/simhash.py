@@ -26,6 +26,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ._terms_jit import kernels
+
 BITS = 64
 BANDS = 4
 BAND_BITS = BITS // BANDS
@@ -88,8 +90,6 @@ def simhash_arrays(hashes: np.ndarray, weights: np.ndarray) -> int:
     exact ones on every machine, and the same as the product's were."""
     if len(hashes) == 0:
         return 0
-    from ._terms_jit import kernels
-
     votes = kernels().simhash_votes(hashes, weights)
     # |computed - exact| <= n * u / (1 - n * u) * sum(|w|) in any order of
     # additions (the terms are +-w, exact); twice that, to be safe

@@ -40,9 +40,6 @@ from .facts import NAME_TAGS, is_name
 _Snapshot = tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, _jit.Index]
 
 
-term_kernels = _jit.kernels
-
-
 # Function words and crawler filler that carry no topic. Kept short on purpose:
 # IDF already down-weights common words; these are the ones so common that
 # their presence or absence only adds noise bits.
@@ -270,7 +267,8 @@ class TermTable:
         for arr, values in zip(arrays, entries[1:], strict=True):
             arr[:n] = values
         slots = _jit.Index.holding(n)
-        term_kernels().insert(slots, term_kernels().word_hashes(terms), np.arange(n))
+        kernels = _jit.kernels()
+        kernels.insert(slots, kernels.word_hashes(terms), np.arange(n))
         self._state = (dict(zip(terms, range(n), strict=True)), *arrays, slots)
         self._from_file, self._read = n, read
 
@@ -347,7 +345,7 @@ class TermTable:
         from .simhash import term_hashes
 
         tables = jieba_tables()
-        kernels = term_kernels()
+        kernels = _jit.kernels()
         with self._lock:
             renumbered = False
             if self.persist and not self._loaded:
@@ -364,13 +362,13 @@ class TermTable:
                 self._from_file, self._from_text = 0, set()
                 renumbered = True
             need = len(index) + len(missing)
-            if need > len(idf):
+            grow = need > len(idf)
+            if grow:
                 idf, hashes, names = self._grown(idf, hashes, names, need)
                 index = dict(index)
+            if grow or not slots.room_for(need):
                 # new arrays, a new index: a reader of the old snapshot finds
                 # no id beyond its arrays
-                slots = slots.copy(need, kernels)
-            elif not slots.room_for(need):
                 slots = slots.copy(need, kernels)
             first_id, last_id = len(index), need
             word = _WORD.search
@@ -405,7 +403,7 @@ class TermTable:
         snapshot older than a renumbering are never kept with a newer one."""
         renumbered = self._renumbered
         state = self._state
-        kernels = term_kernels()
+        kernels = _jit.kernels()
         keys, ids, counts, first = kernels.distinct_ids(words, state[4])
         missing = np.flatnonzero(ids < 0)
         if len(missing):
